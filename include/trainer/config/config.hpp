@@ -1,0 +1,190 @@
+// The typed configuration of a run. Defaults live here and only here (member initializers); every field is
+// declared once in its struct's visit(), which the JSON reader, the resolved-config writer and the
+// validation use. Load one with load_config() (load.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/config/fields.hpp"
+
+namespace trainer {
+
+struct RunConfig {
+  std::string name;                 // run folder name; empty: the config file's stem
+  std::string output_dir = "runs";  // run folders are created under it
+  int64_t seed = 0;
+  std::string device = "auto";
+  int64_t threads = 0;              // intra-op threads; 0: all cores
+
+  template <class V>
+  void visit(V& v) {
+    v.field("name", name, "run name; the run folder is output_dir/name (default: the config file's stem)");
+    v.field("output_dir", output_dir, "folder that holds run folders");
+    v.field("seed", seed, "seed for initialisation, data order and augmentation", Range::at_least(0));
+    v.field("device", device, "auto, cpu, cuda or cuda:N");
+    v.field("threads", threads, "intra-op CPU threads; 0 uses all cores", Range::at_least(0));
+  }
+};
+
+enum class DataKind { mnist, synthetic };
+inline const EnumTable<DataKind>& data_kinds() {
+  static const EnumTable<DataKind> table{{"mnist", DataKind::mnist}, {"synthetic", DataKind::synthetic}};
+  return table;
+}
+
+// Shape of the generated dataset when data.kind is "synthetic".
+struct SyntheticConfig {
+  int64_t train_size = 512;
+  int64_t eval_size = 128;
+  int64_t height = 28;
+  int64_t width = 28;
+  int64_t channels = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("train_size", train_size, "images in the train split", Range::at_least(1));
+    v.field("eval_size", eval_size, "images in the eval split", Range::at_least(1));
+    v.field("height", height, "image height in pixels", Range::at_least(1));
+    v.field("width", width, "image width in pixels", Range::at_least(1));
+    v.field("channels", channels, "1 (grey) or 3 (RGB)", Range::between(1, 3));
+  }
+};
+
+struct DataConfig {
+  DataKind kind = DataKind::mnist;
+  std::string root;                        // folder with the dataset files
+  int64_t batch_size = 64;
+  int64_t eval_batch_size = 256;
+  int64_t workers = 2;                     // loader threads; 0 loads on the training thread
+  bool shuffle = true;
+  bool drop_last = false;
+  std::vector<double> mean{0.1307};        // per channel, on the 0..1 scale
+  std::vector<double> std{0.3081};
+  int64_t limit_train = 0;                 // 0: all images; else an evenly spaced deterministic subset
+  int64_t limit_eval = 0;
+  SyntheticConfig synthetic;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("kind", kind, data_kinds(), "dataset format");
+    v.field("root", root, "folder that holds the dataset files");
+    v.field("batch_size", batch_size, "training images per step", Range::at_least(1));
+    v.field("eval_batch_size", eval_batch_size, "images per evaluation batch", Range::at_least(1));
+    v.field("workers", workers, "data loader threads; 0 loads on the training thread", Range::at_least(0));
+    v.field("shuffle", shuffle, "reshuffle the training set every epoch");
+    v.field("drop_last", drop_last, "drop the last incomplete training batch");
+    v.field("mean", mean, "per-channel mean for normalisation (0..1 scale)");
+    v.field("std", std, "per-channel standard deviation for normalisation (0..1 scale)");
+    v.field("limit_train", limit_train, "use only this many training images (0: all)", Range::at_least(0));
+    v.field("limit_eval", limit_eval, "use only this many evaluation images (0: all)", Range::at_least(0));
+    v.section("synthetic", synthetic);
+  }
+};
+
+struct ModelConfig {
+  std::string arch = "mnist_cnn";
+  int64_t in_channels = 1;
+  int64_t num_classes = 10;
+  double dropout = 0.0;  // before each fully connected layer
+
+  template <class V>
+  void visit(V& v) {
+    v.field("arch", arch, "model architecture");
+    v.field("in_channels", in_channels, "input image channels", Range::at_least(1));
+    v.field("num_classes", num_classes, "number of classes", Range::at_least(2));
+    v.field("dropout", dropout, "dropout probability before the classifier layers", Range::between(0, 0.99));
+  }
+};
+
+enum class OptimizerKind { sgd };
+inline const EnumTable<OptimizerKind>& optimizer_kinds() {
+  static const EnumTable<OptimizerKind> table{{"sgd", OptimizerKind::sgd}};
+  return table;
+}
+
+struct OptimConfig {
+  OptimizerKind name = OptimizerKind::sgd;
+  double lr = 0.01;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("name", name, optimizer_kinds(), "optimizer");
+    v.field("lr", lr, "base learning rate", Range::greater_than(0));
+    v.field("momentum", momentum, "SGD momentum", Range::between(0, 0.999999));
+    v.field("nesterov", nesterov, "Nesterov momentum");
+    v.field("weight_decay", weight_decay, "L2 weight decay", Range::at_least(0));
+  }
+};
+
+enum class ScheduleKind { constant, cosine, step };
+inline const EnumTable<ScheduleKind>& schedule_kinds() {
+  static const EnumTable<ScheduleKind> table{
+      {"constant", ScheduleKind::constant}, {"cosine", ScheduleKind::cosine}, {"step", ScheduleKind::step}};
+  return table;
+}
+
+// Learning rate per optimizer step: linear warmup, then `kind`. See optim/schedule.hpp.
+struct ScheduleConfig {
+  ScheduleKind kind = ScheduleKind::cosine;
+  int64_t warmup_steps = 0;          // takes precedence over warmup_epochs when > 0
+  double warmup_epochs = 0.0;
+  double warmup_start_factor = 0.1;  // lr factor at step 0 of warmup
+  double min_lr = 0.0;               // cosine floor
+  double step_epochs = 30.0;         // step: decay every this many epochs
+  double gamma = 0.1;                // step: decay factor
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("kind", kind, schedule_kinds(), "schedule after warmup");
+    v.field("warmup_steps", warmup_steps, "linear warmup length in optimizer steps", Range::at_least(0));
+    v.field("warmup_epochs", warmup_epochs, "linear warmup length in epochs (if warmup_steps is 0)",
+            Range::at_least(0));
+    v.field("warmup_start_factor", warmup_start_factor, "lr factor at the first warmup step", Range::between(0, 1));
+    v.field("min_lr", min_lr, "final learning rate of the cosine schedule", Range::at_least(0));
+    v.field("step_epochs", step_epochs, "step schedule: epochs between decays", Range::greater_than(0));
+    v.field("gamma", gamma, "step schedule: decay factor", Range::greater_than(0));
+  }
+};
+
+struct TrainConfig {
+  int64_t epochs = 10;
+  int64_t log_every = 50;         // optimizer steps between log lines and metrics rows
+  int64_t eval_every = 1;         // epochs between evaluations (the last epoch is always evaluated)
+  int64_t checkpoint_every = 1;   // epochs between last.pt writes (the last epoch is always saved)
+  double label_smoothing = 0.0;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("epochs", epochs, "training epochs", Range::at_least(1));
+    v.field("log_every", log_every, "optimizer steps between log lines", Range::at_least(1));
+    v.field("eval_every", eval_every, "epochs between evaluations", Range::at_least(1));
+    v.field("checkpoint_every", checkpoint_every, "epochs between checkpoints", Range::at_least(1));
+    v.field("label_smoothing", label_smoothing, "cross-entropy label smoothing", Range::between(0, 0.99));
+  }
+};
+
+struct Config {
+  RunConfig run;
+  DataConfig data;
+  ModelConfig model;
+  OptimConfig optim;
+  ScheduleConfig schedule;
+  TrainConfig train;
+
+  template <class V>
+  void visit(V& v) {
+    v.section("run", run);
+    v.section("data", data);
+    v.section("model", model);
+    v.section("optim", optim);
+    v.section("schedule", schedule);
+    v.section("train", train);
+  }
+};
+
+}  // namespace trainer

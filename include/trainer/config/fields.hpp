@@ -1,0 +1,34 @@
+// The field table that every config struct declares once, in visit():
+//   template <class V> void visit(V& v) {
+//     v.field("lr", lr, "base learning rate", Range::greater_than(0));
+//     v.choice("kind", kind, schedule_kinds(), "schedule after warmup");
+//     v.section("run", run);
+//   }
+// The same table drives reading (json_fields.hpp), writing the resolved config, and later the schema,
+// so the parser, the saved config and the docs cannot drift apart.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainer {
+
+// Allowed interval for a number; an empty bound is unbounded.
+struct Range {
+  std::optional<double> min;
+  std::optional<double> max;
+  bool min_exclusive = false;
+
+  static Range any() { return {}; }
+  static Range at_least(double lo) { return {lo, std::nullopt, false}; }
+  static Range greater_than(double lo) { return {lo, std::nullopt, true}; }
+  static Range between(double lo, double hi) { return {lo, hi, false}; }
+};
+
+// Names of an enum's values, in the order they are listed in error messages.
+template <class E>
+using EnumTable = std::vector<std::pair<std::string, E>>;
+
+}  // namespace trainer

@@ -1,0 +1,44 @@
+// The order of one epoch as a pure function of (seed, epoch): the same batches whatever the worker count,
+// and a resumed run can start at any batch offset. Plugs into LibTorch's DataLoader as its sampler.
+//   EpochSampler s({.size = n, .batch_size = 64, .seed = 1, .epoch = 3, .start_batch = 10});
+#pragma once
+
+#include <torch/data/samplers/base.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace trainer {
+
+struct SamplerOptions {
+  size_t size = 0;
+  size_t batch_size = 1;
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+  bool shuffle = true;
+  bool drop_last = false;
+  size_t start_batch = 0;  // batches of this epoch already consumed (resume)
+};
+
+class EpochSampler final : public torch::data::samplers::Sampler<std::vector<size_t>> {
+ public:
+  explicit EpochSampler(SamplerOptions options);
+
+  // The full index order of an epoch: identity, or a Fisher-Yates shuffle driven by hash(seed, epoch).
+  static std::vector<size_t> epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle);
+
+  size_t batches_per_epoch() const;
+
+  // The DataLoader calls reset() when iteration begins: go back to start_batch.
+  void reset(torch::optional<size_t> new_size = torch::nullopt) override;
+  torch::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  SamplerOptions options_;
+  std::vector<size_t> order_;
+  size_t position_ = 0;  // index into order_
+};
+
+}  // namespace trainer

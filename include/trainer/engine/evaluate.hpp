@@ -1,0 +1,37 @@
+// Evaluation over a whole split with exact counts: loss, top-1 and top-5 (top-k for fewer than 5 classes).
+//   EvalResult r = evaluate(*model, eval_source, {256, 2, device, norm});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/image_source.hpp"
+#include "trainer/models/classifier.hpp"
+
+namespace trainer {
+
+struct EvalOptions {
+  size_t batch_size = 256;
+  size_t workers = 0;
+  torch::Device device{torch::kCPU};
+  Normalization norm;
+  bool channels_last = false;
+};
+
+struct EvalResult {
+  int64_t count = 0;
+  int64_t correct1 = 0;
+  int64_t correct5 = 0;
+  double loss_sum = 0.0;  // summed cross-entropy (no label smoothing)
+  double seconds = 0.0;
+
+  double loss() const { return count ? loss_sum / static_cast<double>(count) : 0.0; }
+  double top1() const { return count ? static_cast<double>(correct1) / static_cast<double>(count) : 0.0; }
+  double top5() const { return count ? static_cast<double>(correct5) / static_cast<double>(count) : 0.0; }
+};
+
+// Puts the model in eval mode; the caller switches it back to train mode.
+EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options);
+
+}  // namespace trainer

@@ -1,0 +1,55 @@
+// Everything one training run holds, built from a Config by make_session(): data sources, model,
+// optimizer, progress, logs and the metrics files. fit() (fit.hpp) runs it.
+//   Session s = make_session(config, run_dir, make_run_logs(run_dir), /*resume=*/nullptr);
+#pragma once
+
+#include <spdlog/logger.h>
+#include <torch/optim/optimizer.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "trainer/config/config.hpp"
+#include "trainer/data/image_source.hpp"
+#include "trainer/io/checkpoint.hpp"
+#include "trainer/io/metrics_sink.hpp"
+#include "trainer/models/classifier.hpp"
+
+namespace trainer {
+
+struct RunLogs {
+  std::shared_ptr<spdlog::logger> main;  // console and RUN_DIR/train.log
+  std::shared_ptr<spdlog::logger> file;  // train.log only: step lines while the console shows a progress line
+  bool interactive = false;              // stdout is a terminal
+};
+
+// An empty run_dir logs to the console only.
+RunLogs make_run_logs(const std::filesystem::path& run_dir);
+
+struct TrainState {
+  int64_t epoch = 0;         // completed epochs
+  int64_t step = 0;          // completed optimizer steps
+  double best_top1 = -1.0;   // best eval top-1 so far
+};
+
+struct Session {
+  Config config;
+  std::filesystem::path run_dir;
+  torch::Device device{torch::kCPU};
+  RunLogs logs;
+  std::shared_ptr<const ImageSource> train_data;
+  std::shared_ptr<const ImageSource> eval_data;
+  ClassifierPtr model;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  TrainState state;
+  std::unique_ptr<MetricsSink> metrics;
+};
+
+// Sets threads and seeds, loads the data and builds model and optimizer. With `resume`, restores weights,
+// optimizer state, RNG and progress from it and keeps the metrics rows up to its step.
+Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs, const LoadedCheckpoint* resume);
+
+// Applies run.threads (0: all cores) to LibTorch's intra-op pool.
+void apply_threads(const RunConfig& run);
+
+}  // namespace trainer

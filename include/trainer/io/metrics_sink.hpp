@@ -1,0 +1,40 @@
+// metrics.csv and metrics.jsonl in the run folder: one row per log interval ("train") and per evaluation
+// ("eval"). On resume, rows written after the checkpoint's step are dropped so the files read as one run.
+//   MetricsSink sink(run_dir, /*resume_step=*/std::nullopt);  sink.write(row);
+#pragma once
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace trainer {
+
+struct MetricsRow {
+  static constexpr double none = std::numeric_limits<double>::quiet_NaN();  // written as empty / null
+  std::string kind;  // "train" or "eval"
+  int64_t epoch = 0;
+  int64_t step = 0;
+  double lr = none;
+  double loss = none;
+  double top1 = none;
+  double top5 = none;
+  double images_per_s = none;
+  double data_wait_s = none;
+  double compute_s = none;
+};
+
+class MetricsSink {
+ public:
+  // resume_step: keep existing rows up to this step; nullopt starts new files.
+  MetricsSink(const std::filesystem::path& run_dir, std::optional<int64_t> resume_step);
+  void write(const MetricsRow& row);
+
+ private:
+  std::ofstream csv_;
+  std::ofstream jsonl_;
+};
+
+}  // namespace trainer

@@ -1,0 +1,22 @@
+// The table from model.arch to a constructor. An unknown name is a ConfigError listing the valid ones.
+//   ClassifierPtr m = build_model(config.model, source->shape());
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainer/config/config.hpp"
+#include "trainer/data/image_source.hpp"
+#include "trainer/models/classifier.hpp"
+
+namespace trainer {
+
+std::vector<std::string> model_names();
+
+// Throws ConfigError for an unknown model.arch; call it before loading data to fail fast.
+void check_model_arch(const ModelConfig& model);
+
+// Parameters are initialised from LibTorch's default generator: seed it first for a reproducible start.
+ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input);
+
+}  // namespace trainer

@@ -1,0 +1,18 @@
+// Small string helpers shared by the config reader and the error messages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trainer {
+
+// "a, b, c"
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+
+// The candidate closest to `word` by edit distance, or "" when none is plausibly a typo of it.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+// A number as the shortest text that reads back to the same double ("0.1", "1e-05").
+std::string format_number(double value);
+
+}  // namespace trainer

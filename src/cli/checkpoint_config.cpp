@@ -1,0 +1,39 @@
+#include "trainer/cli/checkpoint_config.hpp"
+
+#include "trainer/config/load.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+using nlohmann::json;
+
+namespace {
+
+void collect_changes(const json& before, const json& after, const std::string& prefix, std::vector<std::string>& out) {
+  if (before.is_object() && after.is_object()) {
+    for (const auto& item : after.items())
+      collect_changes(before.contains(item.key()) ? before[item.key()] : json(), item.value(),
+                      prefix + (prefix.empty() ? "" : ".") + item.key(), out);
+    return;
+  }
+  if (before != after) out.push_back(prefix + ": " + before.dump() + " -> " + after.dump());
+}
+
+}  // namespace
+
+CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const std::string& config_file,
+                                       const std::vector<std::string>& overrides) {
+  const json& saved = checkpoint.meta().config;
+  json j = config_file.empty() ? saved : load_json_file(config_file);
+  for (const auto& o : overrides) apply_override(j, o);
+  CheckpointConfig result{parse_config(j), {}};
+  if (result.config.run.name.empty()) result.config.run.name = saved.value("run", json::object()).value("name", "");
+  collect_changes(saved, config_to_json(result.config), "", result.changes);
+  for (const auto& change : result.changes)
+    if (change.rfind("model.", 0) == 0)
+      throw CheckpointError(checkpoint.path().string() + " was trained with a different model: " + change +
+                            " (the model section cannot change; start a new run instead)");
+  return result;
+}
+
+}  // namespace trainer

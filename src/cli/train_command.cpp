@@ -1,0 +1,135 @@
+#include <nlohmann/json.hpp>
+#include <stdlib.h>
+
+#include <fstream>
+
+#include "trainer/cli/checkpoint_config.hpp"
+#include "trainer/cli/commands.hpp"
+#include "trainer/config/load.hpp"
+#include "trainer/engine/fit.hpp"
+#include "trainer/util/atomic_file.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool holds_run(const fs::path& dir) {
+  for (const char* name : {"config.resolved.json", "last.pt", "best.pt"})
+    if (fs::exists(dir / name)) return true;
+  return false;
+}
+
+void write_resolved_config(const fs::path& run_dir, const Config& config) {
+  const std::string text = config_to_json(config).dump(2) + "\n";
+  write_file_atomically(run_dir / "config.resolved.json", [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+}
+
+// A new run folder: refuses one that already holds a run, so nothing saved there is overwritten.
+fs::path prepare_new_run_dir(const Config& config, const std::string& output_dir) {
+  const fs::path dir = output_dir.empty() ? fs::path(config.run.output_dir) / config.run.name : fs::path(output_dir);
+  if (holds_run(dir))
+    throw UsageError("run folder " + dir.string() + " already holds a run; continue it with `trainer --resume " +
+                     (dir / "last.pt").string() + "` or choose another folder with --output-dir or --set run.name=NAME");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot create run folder " + dir.string() + ": " + ec.message(), 1);
+  return dir;
+}
+
+std::optional<int64_t> stop_epoch(const TrainArgs& args) {
+  return args.stop_after_epoch > 0 ? std::optional<int64_t>(args.stop_after_epoch) : std::nullopt;
+}
+
+void log_summary(const Session& s, const FitResult& r) {
+  if (r.last_eval)
+    s.logs.main->info("finished {} epoch(s): eval top1 {:.4f} top5 {:.4f} loss {:.4f}; best top1 {:.4f}; run folder {}",
+                      r.state.epoch, r.last_eval->top1(), r.last_eval->top5(), r.last_eval->loss(), r.state.best_top1,
+                      s.run_dir.string());
+  s.logs.main->info("continue with: trainer --resume {}  |  evaluate with: trainer eval --checkpoint {}",
+                    (s.run_dir / "last.pt").string(), (s.run_dir / "best.pt").string());
+}
+
+int train_new(const TrainArgs& args) {
+  const Config config = load_config(args.config, args.overrides);
+  const fs::path run_dir = prepare_new_run_dir(config, args.output_dir);
+  write_resolved_config(run_dir, config);
+  Session s = make_session(config, run_dir, make_run_logs(run_dir), nullptr);
+  s.logs.main->info("run folder {} (config {})", run_dir.string(), args.config);
+  log_summary(s, fit(s, stop_epoch(args)));
+  return 0;
+}
+
+int train_resume(const TrainArgs& args) {
+  const LoadedCheckpoint checkpoint(args.resume);
+  const CheckpointConfig resolved = config_for_checkpoint(checkpoint, args.config, args.overrides);
+  const fs::path run_dir = args.output_dir.empty() ? fs::absolute(checkpoint.path()).parent_path() : fs::path(args.output_dir);
+  fs::create_directories(run_dir);
+  RunLogs logs = make_run_logs(run_dir);
+  for (const auto& change : resolved.changes) logs.main->info("resume: config change {}", change);
+  if (checkpoint.meta().epoch >= resolved.config.train.epochs) {
+    logs.main->info("{} already completed {} of {} epoch(s); nothing to do (raise it with --set train.epochs=N)",
+                    checkpoint.path().string(), checkpoint.meta().epoch, resolved.config.train.epochs);
+    return 0;
+  }
+  write_resolved_config(run_dir, resolved.config);
+  Session s = make_session(resolved.config, run_dir, std::move(logs), &checkpoint);
+  log_summary(s, fit(s, stop_epoch(args)));
+  return 0;
+}
+
+// The whole pipeline on a few batches: train one epoch, save, resume for the second, evaluate best.pt.
+int train_smoke(const TrainArgs& args) {
+  Config config = load_config(args.config, args.overrides);
+  config.data.limit_train = 4 * config.data.batch_size;
+  config.data.limit_eval = 2 * config.data.eval_batch_size;
+  config.train.epochs = 2;
+  config.train.eval_every = 1;
+  config.train.checkpoint_every = 1;
+  config.train.log_every = std::min<int64_t>(config.train.log_every, 2);
+  fs::path run_dir;
+  bool throwaway = args.output_dir.empty();
+  if (throwaway) {
+    std::string pattern = (fs::temp_directory_path() / "trainer-smoke-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error("cannot create a temporary run folder", 1);
+    run_dir = pattern;
+  } else {
+    run_dir = prepare_new_run_dir(config, args.output_dir);
+  }
+  write_resolved_config(run_dir, config);
+  {
+    Session first = make_session(config, run_dir, make_run_logs(run_dir), nullptr);
+    first.logs.main->info("smoke: run folder {}; epoch 1, then resume for epoch 2", run_dir.string());
+    fit(first, /*stop_after_epoch=*/1);
+  }
+  const LoadedCheckpoint checkpoint(run_dir / "last.pt");
+  Session second = make_session(config_for_checkpoint(checkpoint, "", {}).config, run_dir, make_run_logs(run_dir),
+                                &checkpoint);
+  const FitResult done = fit(second);
+  EvalArgs eval;
+  eval.checkpoint = (run_dir / "best.pt").string();
+  const int code = run_eval(eval);
+  if (code != 0 || done.state.epoch != 2) throw TrainError("smoke run did not complete");
+  second.logs.main->info("smoke test passed: train, checkpoint, resume and eval work");
+  if (throwaway) fs::remove_all(run_dir);
+  return 0;
+}
+
+}  // namespace
+
+int run_train(const TrainArgs& args) {
+  if (args.stop_after_epoch < 0) throw UsageError("--stop-after-epoch expects an epoch number >= 1");
+  if (args.smoke && !args.resume.empty()) throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
+  if (args.smoke) {
+    if (args.config.empty()) throw UsageError("--smoke needs --config FILE");
+    return train_smoke(args);
+  }
+  if (!args.resume.empty()) return train_resume(args);
+  if (args.config.empty()) throw UsageError("training needs --config FILE or --resume CHECKPOINT (see trainer --help)");
+  return train_new(args);
+}
+
+}  // namespace trainer

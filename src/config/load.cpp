@@ -1,0 +1,133 @@
+#include "trainer/config/load.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "trainer/config/json_fields.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+void merge_into(json& base, const json& overlay) {
+  for (const auto& item : overlay.items()) {
+    if (item.value().is_object() && base.contains(item.key()) && base[item.key()].is_object())
+      merge_into(base[item.key()], item.value());
+    else
+      base[item.key()] = item.value();
+  }
+}
+
+json load_with_parents(const fs::path& file, std::vector<fs::path>& chain) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(file, ec);
+  for (const auto& seen : chain)
+    if (seen == canonical) throw ConfigError(file.string() + ": \"extends\" forms a cycle");
+  chain.push_back(canonical);
+
+  std::ifstream in(file);
+  if (!in) throw ConfigError(file.string() + ": cannot open the config file");
+  std::stringstream text;
+  text << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    // nlohmann's message carries the line and column.
+    std::string what = e.what();
+    const auto pos = what.find("parse error");
+    throw ConfigError(file.string() + ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+  }
+  if (!j.is_object()) throw ConfigError(file.string() + ": expected a JSON object at the top level");
+
+  const auto it = j.find("extends");
+  if (it == j.end()) return j;
+  if (!it->is_string()) throw ConfigError(file.string() + ": extends: expected a file name, got " + it->dump());
+  const fs::path parent = file.parent_path() / it->get<std::string>();
+  j.erase("extends");
+  json merged = load_with_parents(parent, chain);
+  merge_into(merged, j);
+  return merged;
+}
+
+void check_channels(const std::string& key, const std::vector<double>& values, int64_t channels) {
+  if (values.size() != 1 && static_cast<int64_t>(values.size()) != channels)
+    throw ConfigError("data." + key + ": expected 1 or model.in_channels (" + std::to_string(channels) +
+                      ") values, got " + std::to_string(values.size()));
+}
+
+void validate(const Config& c) {
+  check_channels("mean", c.data.mean, c.model.in_channels);
+  check_channels("std", c.data.std, c.model.in_channels);
+  for (double s : c.data.std)
+    if (!(s > 0)) throw ConfigError("data.std: expected values > 0, got " + std::to_string(s));
+  if (c.data.kind == DataKind::mnist && c.data.root.empty())
+    throw ConfigError("data.root: expected the folder that holds the MNIST IDX files, got an empty string");
+  if (c.data.kind == DataKind::synthetic && c.data.synthetic.channels != c.model.in_channels)
+    throw ConfigError("data.synthetic.channels: expected model.in_channels (" + std::to_string(c.model.in_channels) +
+                      "), got " + std::to_string(c.data.synthetic.channels));
+  if (c.schedule.kind == ScheduleKind::cosine && c.schedule.min_lr > c.optim.lr)
+    throw ConfigError("schedule.min_lr: expected a value <= optim.lr, got " + std::to_string(c.schedule.min_lr));
+}
+
+}  // namespace
+
+json load_json_file(const fs::path& file) {
+  std::vector<fs::path> chain;
+  return load_with_parents(file, chain);
+}
+
+void apply_override(json& config, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError("--set expects KEY=VALUE (for example optim.lr=0.1), got \"" + assignment + "\"");
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  json value;
+  try {
+    value = json::parse(text);
+  } catch (const json::parse_error&) {
+    value = text;  // a bare word such as cosine or runs/x
+  }
+  json* node = &config;
+  std::string path;
+  size_t start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) throw UsageError("--set " + assignment + ": empty key segment in \"" + key + "\"");
+    path += (path.empty() ? "" : ".") + part;
+    if (dot == std::string::npos) {
+      (*node)[part] = value;
+      return;
+    }
+    json& child = (*node)[part];
+    if (child.is_null()) child = json::object();
+    if (!child.is_object()) throw ConfigError(path + ": is not an object, cannot set " + key);
+    node = &child;
+    start = dot + 1;
+  }
+}
+
+Config parse_config(const json& j) {
+  Config c;
+  read_json(j, c);
+  validate(c);
+  return c;
+}
+
+Config load_config(const fs::path& file, const std::vector<std::string>& overrides) {
+  json j = load_json_file(file);
+  for (const auto& o : overrides) apply_override(j, o);
+  Config c = parse_config(j);
+  if (c.run.name.empty()) c.run.name = file.stem().string();
+  return c;
+}
+
+json config_to_json(const Config& config) { return to_json_value(config); }
+
+}  // namespace trainer

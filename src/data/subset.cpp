@@ -1,0 +1,34 @@
+#include "trainer/data/subset.hpp"
+
+namespace trainer {
+namespace {
+
+class SubsetSource final : public ImageSource {
+ public:
+  SubsetSource(std::shared_ptr<const ImageSource> base, size_t count) : base_(std::move(base)) {
+    const size_t n = base_->size();
+    indices_.reserve(count);
+    for (size_t i = 0; i < count; ++i) indices_.push_back(i * n / count);
+  }
+  size_t size() const override { return indices_.size(); }
+  int64_t label(size_t i) const override { return base_->label(indices_.at(i)); }
+  Sample read(size_t i) const override { return base_->read(indices_.at(i)); }
+  const std::vector<std::string>& class_names() const override { return base_->class_names(); }
+  ImageShape shape() const override { return base_->shape(); }
+  std::string describe() const override {
+    return base_->describe() + ", subset of " + std::to_string(indices_.size());
+  }
+
+ private:
+  std::shared_ptr<const ImageSource> base_;
+  std::vector<size_t> indices_;
+};
+
+}  // namespace
+
+std::shared_ptr<const ImageSource> make_subset(std::shared_ptr<const ImageSource> base, size_t count) {
+  if (count == 0 || count >= base->size()) return base;
+  return std::make_shared<SubsetSource>(std::move(base), count);
+}
+
+}  // namespace trainer

@@ -1,0 +1,35 @@
+#include "trainer/data/synthetic.hpp"
+
+#include "trainer/util/hash.hpp"
+
+namespace trainer {
+
+SyntheticSource::SyntheticSource(size_t size, ImageShape shape, int64_t num_classes, uint64_t seed)
+    : size_(size), shape_(shape), num_classes_(num_classes), seed_(seed) {
+  for (int64_t c = 0; c < num_classes; ++c) class_names_.push_back("class_" + std::to_string(c));
+}
+
+int64_t SyntheticSource::label(size_t i) const {
+  return static_cast<int64_t>(hash_combine(seed_, i) % static_cast<uint64_t>(num_classes_));
+}
+
+Sample SyntheticSource::read(size_t i) const {
+  const int64_t y = label(i);
+  const int h = static_cast<int>(shape_.height), w = static_cast<int>(shape_.width);
+  const int c = static_cast<int>(shape_.channels);
+  cv::Mat image(h, w, CV_8UC(c));
+  SplitMix64 rng(hash_combine(seed_ ^ 0x5EED, i));
+  for (int r = 0; r < h; ++r) {
+    const bool band = (r * num_classes_ / h) == y;
+    uint8_t* row = image.ptr<uint8_t>(r);
+    for (int k = 0; k < w * c; ++k) row[k] = static_cast<uint8_t>((band ? 128 : 0) + rng.below(128));
+  }
+  return {image, y};
+}
+
+std::string SyntheticSource::describe() const {
+  return "synthetic (" + std::to_string(size_) + " images, " + std::to_string(shape_.height) + "x" +
+         std::to_string(shape_.width) + "x" + std::to_string(shape_.channels) + ")";
+}
+
+}  // namespace trainer

@@ -1,0 +1,41 @@
+#include "trainer/engine/evaluate.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace trainer {
+
+EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const size_t n = data->size();
+  const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
+  EpochSampler sampler({n, options.batch_size, 0, 0, /*shuffle=*/false, /*drop_last=*/false, 0});
+  auto loader = make_loader(BatchDataset(data, options.device.is_cuda()), std::move(sampler), options.batch_size,
+                            options.workers);
+  // Counts accumulate on the device: one synchronisation at the end, not one per batch.
+  auto options_i64 = torch::TensorOptions().dtype(torch::kInt64).device(options.device);
+  torch::Tensor correct1 = torch::zeros({}, options_i64), correct5 = torch::zeros({}, options_i64);
+  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(options.device));
+  EvalResult result;
+  for (ImageBatch& batch : *loader) {
+    const auto x = to_model_input(batch.images, options.norm, options.channels_last);
+    const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
+    const auto logits = model.forward(x).to(torch::kFloat);
+    loss_sum += torch::nn::functional::cross_entropy(
+                    logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .to(torch::kDouble);
+    const auto hits = std::get<1>(logits.topk(k, 1)).eq(y.unsqueeze(1));
+    correct1 += hits.select(1, 0).sum();
+    correct5 += hits.any(1).sum();
+    result.count += y.size(0);
+  }
+  result.correct1 = correct1.item<int64_t>();
+  result.correct5 = correct5.item<int64_t>();
+  result.loss_sum = loss_sum.item<double>();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace trainer

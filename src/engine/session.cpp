@@ -1,0 +1,89 @@
+#include "trainer/engine/session.hpp"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "trainer/config/load.hpp"
+#include "trainer/data/sources.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/optim/optimizer.hpp"
+#include "trainer/util/device.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+RunLogs make_run_logs(const fs::path& run_dir) {
+  RunLogs logs;
+  logs.interactive = ::isatty(STDOUT_FILENO) == 1;
+  auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
+  console->set_pattern("[%H:%M:%S] %v");
+  std::vector<spdlog::sink_ptr> file_sinks;
+  if (!run_dir.empty()) {
+    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>((run_dir / "train.log").string(), /*truncate=*/false);
+    file->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %v");
+    file_sinks.push_back(file);
+  }
+  std::vector<spdlog::sink_ptr> all_sinks{console};
+  all_sinks.insert(all_sinks.end(), file_sinks.begin(), file_sinks.end());
+  logs.main = std::make_shared<spdlog::logger>("trainer", all_sinks.begin(), all_sinks.end());
+  logs.file = std::make_shared<spdlog::logger>("trainer.file", file_sinks.begin(), file_sinks.end());
+  for (auto* l : {logs.main.get(), logs.file.get()}) l->flush_on(spdlog::level::info);
+  return logs;
+}
+
+void apply_threads(const RunConfig& run) {
+  const int threads = run.threads > 0 ? static_cast<int>(run.threads)
+                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(threads);
+}
+
+Session make_session(Config config, fs::path run_dir, RunLogs logs, const LoadedCheckpoint* resume) {
+  Session s;
+  s.config = std::move(config);
+  s.run_dir = std::move(run_dir);
+  s.logs = std::move(logs);
+  const Config& c = s.config;
+  check_model_arch(c.model);
+  s.device = select_device(c.run.device);
+  apply_threads(c.run);
+
+  s.train_data = make_source(c.data, Split::train, c.model.num_classes, c.run.seed);
+  s.eval_data = make_source(c.data, Split::eval, c.model.num_classes, c.run.seed);
+  const auto train_shape = s.train_data->shape(), eval_shape = s.eval_data->shape();
+  if (train_shape.height != eval_shape.height || train_shape.width != eval_shape.width ||
+      train_shape.channels != eval_shape.channels)
+    throw DataError("train and eval images differ in shape: " + s.train_data->describe() + " vs " +
+                    s.eval_data->describe());
+  s.logs.main->info("train data: {}", s.train_data->describe());
+  s.logs.main->info("eval data:  {}", s.eval_data->describe());
+
+  // Initialisation draws from LibTorch's default generator: seed it so the same seed gives the same start.
+  torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+  s.model = build_model(c.model, train_shape);
+  s.model->to(s.device);
+  s.optimizer = make_optimizer(c.optim, s.model->parameters());
+  int64_t parameters = 0;
+  for (const auto& p : s.model->parameters()) parameters += p.numel();
+  s.logs.main->info("model: {} ({} parameters) on {}, {}", c.model.arch, parameters, s.device.str(), describe_runtime());
+
+  if (resume) {
+    resume->restore_model(*s.model);
+    s.model->to(s.device);
+    resume->restore_optimizer(*s.optimizer);
+    resume->restore_rng();
+    s.state = {resume->meta().epoch, resume->meta().step, resume->meta().best_top1};
+    s.logs.main->info("resumed from {}: {} epoch(s), {} step(s) done", resume->path().string(), s.state.epoch,
+                      s.state.step);
+  }
+  if (!s.run_dir.empty())
+    s.metrics = std::make_unique<MetricsSink>(s.run_dir, resume ? std::optional<int64_t>(s.state.step) : std::nullopt);
+  return s;
+}
+
+}  // namespace trainer

@@ -1,0 +1,117 @@
+#include "trainer/io/checkpoint.hpp"
+
+#include <torch/serialize/output-archive.h>
+#include <torch/torch.h>
+
+#include <fstream>
+
+#include "trainer/util/atomic_file.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/torch_compat.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+void check_finite(const torch::nn::Module& model, const fs::path& path) {
+  for (const auto& item : model.named_parameters())
+    if (!torch::isfinite(item.value()).all().item<bool>())
+      throw TrainError("parameter " + item.key() + " holds inf or NaN; " + path.string() + " was not written");
+  for (const auto& item : model.named_buffers())
+    if (item.value().is_floating_point() && !torch::isfinite(item.value()).all().item<bool>())
+      throw TrainError("buffer " + item.key() + " holds inf or NaN; " + path.string() + " was not written");
+}
+
+}  // namespace
+
+void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const torch::nn::Module& model,
+                     const torch::optim::Optimizer& optimizer) {
+  check_finite(model, path);
+  const json j = {{"format_version", kCheckpointFormatVersion}, {"config", meta.config},   {"epoch", meta.epoch},
+                  {"step", meta.step},                          {"best_top1", meta.best_top1}, {"class_names", meta.class_names}};
+  torch::serialize::OutputArchive archive;
+  archive.write("meta", c10::IValue(j.dump()));
+  torch::serialize::OutputArchive model_archive, optimizer_archive;
+  model.save(model_archive);
+  optimizer.save(optimizer_archive);
+  archive.write("model", model_archive);
+  archive.write("optimizer", optimizer_archive);
+  archive.write("rng_cpu", compat::cpu_rng_state(), /*is_buffer=*/true);
+  write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
+}
+
+void copy_checkpoint(const fs::path& from, const fs::path& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) throw CheckpointError(from.string() + ": cannot open");
+  write_file_atomically(to, [&](const ByteSink& sink) {
+    std::vector<char> buffer(1 << 20);
+    while (in) {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      if (in.gcount() > 0) sink(buffer.data(), static_cast<size_t>(in.gcount()));
+    }
+    if (in.bad()) throw CheckpointError(from.string() + ": read failed");
+  });
+}
+
+LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
+    : path_(path), archive_(std::make_shared<torch::serialize::InputArchive>()) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw CheckpointError(path.string() + ": no such file");
+  c10::IValue meta_value;
+  try {
+    archive_->load_from(path.string());
+    archive_->read("meta", meta_value);
+  } catch (const c10::Error& e) {
+    throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + first_line(e.what_without_backtrace()) + ")");
+  }
+  if (!meta_value.isString()) throw CheckpointError(path.string() + ": not a trainer checkpoint (no metadata)");
+  json j;
+  try {
+    j = json::parse(meta_value.toStringRef());
+    const int64_t version = j.at("format_version").get<int64_t>();
+    if (version != kCheckpointFormatVersion)
+      throw CheckpointError(path.string() + ": format version " + std::to_string(version) + ", this trainer reads " +
+                            std::to_string(kCheckpointFormatVersion));
+    meta_.config = j.at("config");
+    meta_.epoch = j.at("epoch").get<int64_t>();
+    meta_.step = j.at("step").get<int64_t>();
+    meta_.best_top1 = j.at("best_top1").get<double>();
+    meta_.class_names = j.at("class_names").get<std::vector<std::string>>();
+  } catch (const json::exception& e) {
+    throw CheckpointError(path.string() + ": damaged metadata (" + std::string(e.what()) + ")");
+  }
+}
+
+void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
+  try {
+    torch::serialize::InputArchive sub;
+    archive_->read("model", sub);
+    model.load(sub);
+  } catch (const c10::Error& e) {
+    throw CheckpointError(path_.string() + ": model weights do not fit the model built from its config (" +
+                          first_line(e.what_without_backtrace()) + ")");
+  }
+}
+
+void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) const {
+  try {
+    torch::serialize::InputArchive sub;
+    archive_->read("optimizer", sub);
+    optimizer.load(sub);
+  } catch (const c10::Error& e) {
+    throw CheckpointError(path_.string() + ": optimizer state does not fit (" + first_line(e.what_without_backtrace()) + ")");
+  }
+}
+
+void LoadedCheckpoint::restore_rng() const {
+  torch::Tensor state;
+  archive_->read("rng_cpu", state, /*is_buffer=*/true);
+  compat::set_cpu_rng_state(state);
+}
+
+}  // namespace trainer

@@ -1,0 +1,74 @@
+// trainer: parses argv, dispatches to a subcommand, and turns errors into one line and an exit code.
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "trainer/cli/commands.hpp"
+#include "trainer/util/error.hpp"
+
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"trainer: train and evaluate image classifiers on LibTorch.\n"
+               "  trainer --config configs/fashion_mnist_cnn.json        train (the default command)\n"
+               "  trainer --resume runs/NAME/last.pt                     continue a run\n"
+               "  trainer eval --checkpoint runs/NAME/best.pt            evaluate a checkpoint",
+               "trainer"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  trainer::TrainArgs train;
+  app.add_flag("--version", version, "print the version, LibTorch's version and the devices, then exit");
+  app.add_option("-c,--config", train.config, "JSON config file (may \"extends\" a parent)");
+  app.add_option("--set", train.overrides, "override a config key, e.g. --set optim.lr=0.02 (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->take_all();
+  app.add_option("--resume", train.resume, "continue the run of this checkpoint (its config is reused)");
+  app.add_option("-o,--output-dir", train.output_dir, "run folder (default: run.output_dir/run.name)");
+  app.add_option("--stop-after-epoch", train.stop_after_epoch,
+                 "save and stop after this epoch; --resume continues the same schedule (for time-limited jobs)");
+  app.add_flag("--smoke", train.smoke, "train a few batches for 2 epochs with a save, a resume and an eval");
+
+  trainer::EvalArgs eval;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on the eval split: loss, top-1, top-5");
+  eval_cmd->add_option("--checkpoint", eval.checkpoint, "checkpoint file (last.pt or best.pt)")->required();
+  eval_cmd->add_option("-c,--config", eval.config, "evaluate with this config's data settings (model must match)");
+  eval_cmd->add_option("--set", eval.overrides, "override a config key (repeatable)")->type_name("KEY=VALUE")->take_all();
+  eval_cmd->add_option("--output", eval.output, "also write the result to this JSON file");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: usage: " << e.what() << " (see trainer --help)\n";
+    return 2;
+  }
+
+  try {
+    if (version) {
+      std::cout << trainer::version_text();
+      return 0;
+    }
+    if (eval_cmd->parsed()) return trainer::run_eval(eval);
+    if (argc == 1) {
+      std::cout << app.help();
+      return 2;
+    }
+    return trainer::run_train(train);
+  } catch (const trainer::Error& e) {
+    std::cerr << "error: " << first_line(e.what()) << "\n";
+    return e.exit_code();
+  } catch (const c10::Error& e) {
+    std::cerr << "error: libtorch: " << first_line(e.what_without_backtrace()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << first_line(e.what()) << "\n";
+    return 1;
+  }
+}

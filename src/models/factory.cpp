@@ -1,0 +1,50 @@
+#include "trainer/models/factory.hpp"
+
+#include <functional>
+#include <utility>
+
+#include "trainer/models/simple_cnn.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
+
+namespace trainer {
+namespace {
+
+using Builder = std::function<ClassifierPtr(const ModelConfig&, const ImageShape&)>;
+
+const std::vector<std::pair<std::string, Builder>>& builders() {
+  static const std::vector<std::pair<std::string, Builder>> table{
+      {"mnist_cnn",
+       [](const ModelConfig& m, const ImageShape& in) -> ClassifierPtr {
+         return std::make_shared<SimpleCnn>(SimpleCnnOptions{m.in_channels, m.num_classes, in.height, in.width, m.dropout});
+       }},
+  };
+  return table;
+}
+
+const Builder& find_builder(const std::string& arch) {
+  for (const auto& entry : builders())
+    if (entry.first == arch) return entry.second;
+  const std::string guess = closest_match(arch, model_names());
+  throw ConfigError("model.arch: unknown architecture \"" + arch + "\"" +
+                    (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") + " (valid: " + join(model_names()) + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : builders()) names.push_back(entry.first);
+  return names;
+}
+
+void check_model_arch(const ModelConfig& model) { find_builder(model.arch); }
+
+ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
+  if (input.channels != model.in_channels)
+    throw ConfigError("model.in_channels: the data has " + std::to_string(input.channels) +
+                      " channel(s) but model.in_channels is " + std::to_string(model.in_channels));
+  return find_builder(model.arch)(model, input);
+}
+
+}  // namespace trainer

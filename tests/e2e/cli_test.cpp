@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include "e2e/e2e_support.hpp"
+
+namespace trainer {
+namespace {
+
+using namespace trainer::testing;
+using nlohmann::json;
+
+TEST(Cli, VersionNamesLibTorchAndDevices) {
+  const auto r = trainer_cli("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("trainer 0."), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("LibTorch 1."), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("CUDA"), std::string::npos) << r.output;
+}
+
+TEST(Cli, HelpListsCommandsAndOptions) {
+  const auto r = trainer_cli("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* word : {"--config", "--resume", "--set", "--smoke", "--output-dir", "eval"})
+    EXPECT_NE(r.output.find(word), std::string::npos) << word;
+  const auto e = trainer_cli("eval --help");
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_NE(e.output.find("--checkpoint"), std::string::npos);
+}
+
+TEST(Cli, UsageErrorsExitWith2) {
+  EXPECT_EQ(trainer_cli("--no-such-flag").exit_code, 2);
+  EXPECT_EQ(trainer_cli("").exit_code, 2);
+  EXPECT_EQ(trainer_cli("eval").exit_code, 2);
+  const auto r = trainer_cli("--config x.json --set optim.lr");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(Cli, BadConfigIsOneLineAndExit2) {
+  SmallRun run;
+  const auto r = trainer_cli("--config " + run.config.string() + " --set optim.lr=-1 -o " + (run.dir / "r").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "error: config: optim.lr: expected a number > 0, got -1\n");
+  const auto typo = trainer_cli("--config " + run.config.string() + " --set train.epoch=3 -o " + (run.dir / "r").string());
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.output.find("train.epoch: unknown key; did you mean \"epochs\"?"), std::string::npos) << typo.output;
+  const auto arch = trainer_cli("--config " + run.config.string() + " --set model.arch=resnet9 -o " + (run.dir / "r").string());
+  EXPECT_EQ(arch.exit_code, 2);
+  EXPECT_NE(arch.output.find("valid: mnist_cnn"), std::string::npos) << arch.output;
+}
+
+TEST(Cli, MissingDataIsExit2NamingTheFolder) {
+  SmallRun run;
+  const auto r = trainer_cli("--config " + run.config.string() + " --set data.root=" + (run.dir / "nowhere").string() +
+                             " -o " + (run.dir / "r").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("error: data: " + (run.dir / "nowhere").string()), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+TEST(Cli, TrainEvalResumeEndToEnd) {
+  SmallRun run;
+  const fs::path out = run.dir / "run";
+  const auto train = trainer_cli("--config " + run.config.string() + " -o " + out.string());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  for (const char* file : {"last.pt", "best.pt", "config.resolved.json", "train.log", "metrics.csv", "metrics.jsonl"})
+    EXPECT_TRUE(fs::exists(out / file)) << file;
+  const json resolved = json::parse(read_text(out / "config.resolved.json"));
+  EXPECT_EQ(resolved["train"]["epochs"], 2);
+  EXPECT_EQ(resolved["run"]["name"], "config");
+
+  // The generated classes are easy: well above the 10% of chance after 2 epochs.
+  const auto eval = trainer_cli("eval --checkpoint " + (out / "best.pt").string() + " --output " +
+                                (run.dir / "eval.json").string());
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  const json result = json::parse(read_text(run.dir / "eval.json"));
+  EXPECT_EQ(result["images"], 256);
+  EXPECT_GT(result["top1"].get<double>(), 0.5) << eval.output;
+  EXPECT_GE(result["top5"].get<double>(), result["top1"].get<double>());
+
+  // The eval row in metrics.jsonl agrees with what eval computes from best.pt.
+  double logged_top1 = -1;
+  std::istringstream lines(read_text(out / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const json row = json::parse(line);
+    if (row["kind"] == "eval") logged_top1 = std::max(logged_top1, row["top1"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(logged_top1, result["top1"].get<double>());
+
+  // A finished run has nothing to do; more epochs continue it.
+  const auto again = trainer_cli("--resume " + (out / "last.pt").string());
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("nothing to do"), std::string::npos) << again.output;
+  const auto more = trainer_cli("--resume " + (out / "last.pt").string() + " --set train.epochs=3");
+  ASSERT_EQ(more.exit_code, 0) << more.output;
+  EXPECT_NE(more.output.find("train.epochs: 2 -> 3"), std::string::npos) << more.output;
+  EXPECT_NE(more.output.find("epoch 3/3 done"), std::string::npos) << more.output;
+}
+
+TEST(Cli, RefusesToOverwriteARunAndSaysHowToResume) {
+  SmallRun run(json{{"train", {{"epochs", 1}}}, {"data", {{"limit_train", 64}, {"limit_eval", 100}}}});
+  const fs::path out = run.dir / "run";
+  ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + out.string()).exit_code, 0);
+  const auto before = read_text(out / "last.pt");
+  const auto r = trainer_cli("--config " + run.config.string() + " -o " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("already holds a run; continue it with `trainer --resume " + (out / "last.pt").string()),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(read_text(out / "last.pt"), before);
+}
+
+TEST(Cli, ResumeWithAnotherModelIsRefused) {
+  SmallRun run(json{{"train", {{"epochs", 1}}}, {"data", {{"limit_train", 64}, {"limit_eval", 100}}}});
+  const fs::path out = run.dir / "run";
+  ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + out.string()).exit_code, 0);
+  const auto r = trainer_cli("--resume " + (out / "last.pt").string() + " --set model.num_classes=12 --set train.epochs=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("different model: model.num_classes: 10 -> 12"), std::string::npos) << r.output;
+  const auto e = trainer_cli("eval --checkpoint " + (out / "last.pt").string() + " --set model.dropout=0.5");
+  EXPECT_EQ(e.exit_code, 2);
+}
+
+TEST(Cli, SmokeRunsTheWholePipeline) {
+  SmallRun run;
+  const fs::path out = run.dir / "smoke";
+  const auto r = trainer_cli("--config " + run.config.string() + " --smoke -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("smoke test passed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("eval " + (out / "best.pt").string()), std::string::npos) << r.output;
+  const json resolved = json::parse(read_text(out / "config.resolved.json"));
+  EXPECT_EQ(resolved["data"]["limit_train"], 4 * 32);
+}
+
+}  // namespace
+}  // namespace trainer

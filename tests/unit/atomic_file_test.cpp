@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
+
+#include "support/fixtures.hpp"
+#include "trainer/util/atomic_file.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+using testing::read_text;
+using testing::TempDir;
+
+void write_string(const std::filesystem::path& path, const std::string& text) {
+  write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+}
+
+TEST(AtomicFile, WritesAndReplaces) {
+  TempDir dir;
+  write_string(dir / "f", "first");
+  EXPECT_EQ(read_text(dir / "f"), "first");
+  write_string(dir / "f", "second");
+  EXPECT_EQ(read_text(dir / "f"), "second");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+TEST(AtomicFile, FailureMidWriteKeepsTheOldFileAndLeavesNoTemporary) {
+  TempDir dir;
+  write_string(dir / "ck.pt", "good checkpoint");
+  EXPECT_THROW(write_file_atomically(dir / "ck.pt",
+                                     [](const ByteSink& sink) {
+                                       sink("partial", 7);
+                                       throw std::runtime_error("disk full");
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(read_text(dir / "ck.pt"), "good checkpoint");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+TEST(AtomicFile, WriteFailureFromAFullDiskKeepsTheOldFile) {
+  TempDir dir;
+  write_string(dir / "ck.pt", "good checkpoint");
+  // A file-size limit makes write() fail part way (EFBIG), as a full disk does (ENOSPC).
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string big(1 << 20, 'x');
+  std::string message;
+  try {
+    write_string(dir / "ck.pt", big);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(message.find("cannot write " + (dir / "ck.pt").string()), std::string::npos) << message;
+  EXPECT_EQ(read_text(dir / "ck.pt"), "good checkpoint");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+TEST(AtomicFile, MissingFolderIsAnError) {
+  TempDir dir;
+  EXPECT_THROW(write_string(dir / "missing-folder" / "ck.pt", "x"), Error);
+  EXPECT_FALSE(std::filesystem::exists(dir / "missing-folder"));
+}
+
+TEST(AtomicFile, UnreplaceableTargetKeepsTheOldOne) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "ck.pt" / "inside");  // a non-empty folder cannot be renamed over
+  EXPECT_THROW(write_string(dir / "ck.pt", "new"), Error);
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "ck.pt" / "inside"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+}  // namespace
+}  // namespace trainer

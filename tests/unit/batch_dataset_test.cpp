@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/subset.hpp"
+#include "trainer/data/synthetic.hpp"
+
+namespace trainer {
+namespace {
+
+TEST(BatchDataset, WritesSamplesIntoOneUint8NhwcTensor) {
+  auto source = std::make_shared<SyntheticSource>(10, ImageShape{4, 3, 3}, 5, 2);
+  BatchDataset dataset(source, false);
+  const ImageBatch batch = dataset.get_batch({7, 2});
+  EXPECT_EQ(batch.images.sizes(), (std::vector<int64_t>{2, 4, 3, 3}));
+  EXPECT_EQ(batch.images.dtype(), torch::kUInt8);
+  EXPECT_EQ(batch.labels.dtype(), torch::kInt64);
+  const Sample s = source->read(2);
+  EXPECT_EQ(0, std::memcmp(batch.images[1].data_ptr<uint8_t>(), s.image.data, 4 * 3 * 3));
+  EXPECT_EQ(batch.labels[0].item<int64_t>(), source->label(7));
+}
+
+TEST(BatchDataset, SyntheticSamplesAreDeterministic) {
+  SyntheticSource a(10, ImageShape{4, 4, 1}, 3, 9), b(10, ImageShape{4, 4, 1}, 3, 9), c(10, ImageShape{4, 4, 1}, 3, 8);
+  EXPECT_EQ(0, std::memcmp(a.read(5).image.data, b.read(5).image.data, 16));
+  EXPECT_NE(0, std::memcmp(a.read(5).image.data, c.read(5).image.data, 16));
+}
+
+TEST(Normalization, HappensOnTheDeviceSideAsFloatNchw) {
+  auto images = torch::tensor({0, 255, 51, 102, 0, 255}, torch::kUInt8).view({1, 1, 2, 3});  // N=1, H=1, W=2, C=3
+  const auto norm = make_normalization({0.5}, {0.25, 0.5, 1.0}, 3, torch::kCPU);
+  const auto x = to_model_input(images, norm, false);
+  EXPECT_EQ(x.sizes(), (std::vector<int64_t>{1, 3, 1, 2}));
+  EXPECT_TRUE(x.is_contiguous());
+  // channel 0 holds pixels 0 and 102: (0/255 - 0.5) / 0.25 = -2, (0.4 - 0.5) / 0.25 = -0.4
+  EXPECT_NEAR(x[0][0][0][0].item<float>(), -2.0f, 1e-6);
+  EXPECT_NEAR(x[0][0][0][1].item<float>(), -0.4f, 1e-6);
+  EXPECT_NEAR(x[0][1][0][0].item<float>(), 1.0f, 1e-6);   // (1 - 0.5) / 0.5
+  EXPECT_NEAR(x[0][2][0][1].item<float>(), 0.5f, 1e-6);   // (1 - 0.5) / 1
+  const auto cl = to_model_input(images, norm, true);
+  EXPECT_TRUE(cl.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(torch::equal(cl, x));
+}
+
+TEST(Subset, IsEvenlySpacedAndDeterministic) {
+  auto source = std::make_shared<SyntheticSource>(100, ImageShape{2, 2, 1}, 10, 1);
+  const auto subset = make_subset(source, 10);
+  ASSERT_EQ(subset->size(), 10u);
+  EXPECT_EQ(subset->label(3), source->label(30));
+  EXPECT_EQ(make_subset(source, 0), source);
+  EXPECT_EQ(make_subset(source, 500), source);
+}
+
+}  // namespace
+}  // namespace trainer

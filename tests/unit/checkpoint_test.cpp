@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "support/fixtures.hpp"
+#include "trainer/config/load.hpp"
+#include "trainer/io/checkpoint.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/optim/optimizer.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/torch_compat.hpp"
+
+namespace trainer {
+namespace {
+
+using testing::TempDir;
+
+struct Trained {
+  ClassifierPtr model;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+Trained make_trained(const Config& c, uint64_t seed) {
+  torch::manual_seed(seed);
+  Trained t{build_model(c.model, {12, 12, 1}), nullptr};
+  t.optimizer = make_optimizer(c.optim, t.model->parameters());
+  auto x = torch::randn({4, 1, 12, 12});
+  auto y = torch::tensor({0, 1, 2, 3});
+  for (int i = 0; i < 2; ++i) {
+    t.optimizer->zero_grad();
+    torch::nn::functional::cross_entropy(t.model->forward(x), y).backward();
+    t.optimizer->step();
+  }
+  return t;
+}
+
+Config small_config() {
+  return parse_config(nlohmann::json{{"data", {{"root", "/d"}}}, {"model", {{"num_classes", 4}}}});
+}
+
+TEST(Checkpoint, RoundTripRestoresEverything) {
+  TempDir dir;
+  const Config c = small_config();
+  Trained a = make_trained(c, 1);
+  torch::manual_seed(99);
+  const torch::Tensor rng_before = compat::cpu_rng_state().clone();
+  const CheckpointMeta meta{config_to_json(c), 3, 42, 0.75, {"a", "b", "c", "d"}};
+  save_checkpoint(dir / "ck.pt", meta, *a.model, *a.optimizer);
+
+  torch::manual_seed(5);  // move the generator away; restore_rng must bring it back
+  Trained b = make_trained(c, 2);
+  const LoadedCheckpoint loaded(dir / "ck.pt");
+  EXPECT_EQ(loaded.meta().epoch, 3);
+  EXPECT_EQ(loaded.meta().step, 42);
+  EXPECT_DOUBLE_EQ(loaded.meta().best_top1, 0.75);
+  EXPECT_EQ(loaded.meta().class_names, meta.class_names);
+  EXPECT_EQ(loaded.meta().config, meta.config);
+  loaded.restore_model(*b.model);
+  loaded.restore_optimizer(*b.optimizer);
+  loaded.restore_rng();
+  EXPECT_TRUE(torch::equal(compat::cpu_rng_state(), rng_before));
+  const auto pa = a.model->named_parameters(), pb = b.model->named_parameters();
+  for (const auto& item : pa) EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key();
+  // Momentum buffers: one more identical step keeps both models identical.
+  auto x = torch::ones({2, 1, 12, 12});
+  auto y = torch::tensor({1, 2});
+  for (Trained* t : {&a, &b}) {
+    t->optimizer->zero_grad();
+    torch::nn::functional::cross_entropy(t->model->forward(x), y).backward();
+    t->optimizer->step();
+  }
+  for (const auto& item : a.model->named_parameters())
+    EXPECT_TRUE(torch::equal(item.value(), b.model->named_parameters()[item.key()])) << item.key();
+}
+
+TEST(Checkpoint, RefusesToWriteANonFiniteModel) {
+  TempDir dir;
+  const Config c = small_config();
+  Trained a = make_trained(c, 1);
+  save_checkpoint(dir / "ck.pt", {config_to_json(c), 1, 1, -1, {}}, *a.model, *a.optimizer);
+  const auto before = testing::read_text(dir / "ck.pt");
+  {
+    torch::NoGradGuard guard;
+    a.model->parameters()[0].view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+  }
+  EXPECT_THROW(save_checkpoint(dir / "ck.pt", {config_to_json(c), 2, 2, -1, {}}, *a.model, *a.optimizer), TrainError);
+  EXPECT_EQ(testing::read_text(dir / "ck.pt"), before);
+}
+
+TEST(Checkpoint, GarbageOrMissingFileIsACheckpointError) {
+  TempDir dir;
+  testing::write_text(dir / "junk.pt", "not a checkpoint");
+  EXPECT_THROW(LoadedCheckpoint(dir / "junk.pt"), CheckpointError);
+  EXPECT_THROW(LoadedCheckpoint(dir / "missing.pt"), CheckpointError);
+}
+
+TEST(Checkpoint, WeightsForAnotherModelShapeAreRefused) {
+  TempDir dir;
+  const Config c = small_config();
+  Trained a = make_trained(c, 1);
+  save_checkpoint(dir / "ck.pt", {config_to_json(c), 1, 1, -1, {}}, *a.model, *a.optimizer);
+  Config other = c;
+  other.model.num_classes = 7;
+  auto model = build_model(other.model, {12, 12, 1});
+  EXPECT_THROW(LoadedCheckpoint(dir / "ck.pt").restore_model(*model), CheckpointError);
+}
+
+}  // namespace
+}  // namespace trainer

@@ -1,0 +1,153 @@
+#include <gtest/gtest.h>
+
+#include "support/fixtures.hpp"
+#include "trainer/config/load.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+using nlohmann::json;
+using testing::TempDir;
+using testing::write_text;
+
+json minimal() { return json{{"data", {{"root", "/data"}}}}; }
+
+std::string config_error(const json& j) {
+  try {
+    parse_config(j);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Config, DefaultsComeFromTheStructs) {
+  const Config c = parse_config(minimal());
+  EXPECT_EQ(c.data.batch_size, 64);
+  EXPECT_EQ(c.model.arch, "mnist_cnn");
+  EXPECT_EQ(c.schedule.kind, ScheduleKind::cosine);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 0.01);
+}
+
+TEST(Config, ReadsTypedValues) {
+  json j = minimal();
+  j["optim"] = {{"lr", 0.2}, {"nesterov", true}};
+  j["data"]["batch_size"] = 128;
+  j["data"]["mean"] = {0.5};
+  j["schedule"] = {{"kind", "step"}};
+  const Config c = parse_config(j);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 0.2);
+  EXPECT_TRUE(c.optim.nesterov);
+  EXPECT_EQ(c.data.batch_size, 128);
+  EXPECT_EQ(c.schedule.kind, ScheduleKind::step);
+}
+
+TEST(Config, UnknownKeySuggestsTheClosest) {
+  json j = minimal();
+  j["optim"] = {{"lrr", 0.1}};
+  EXPECT_EQ(config_error(j).rfind("config: optim.lrr: unknown key; did you mean \"lr\"?", 0), 0u) << config_error(j);
+  json top = minimal();
+  top["trian"] = json::object();
+  EXPECT_NE(config_error(top).find("did you mean \"train\""), std::string::npos);
+}
+
+TEST(Config, WrongTypeNamesPathAndExpectation) {
+  json j = minimal();
+  j["data"]["batch_size"] = "big";
+  EXPECT_EQ(config_error(j), "config: data.batch_size: expected an integer, got \"big\"");
+  j["data"]["batch_size"] = 2.5;
+  EXPECT_EQ(config_error(j), "config: data.batch_size: expected an integer, got 2.5");
+  json k = minimal();
+  k["optim"] = {{"nesterov", 1}};
+  EXPECT_EQ(config_error(k), "config: optim.nesterov: expected true or false, got 1");
+}
+
+TEST(Config, OutOfRangeValues) {
+  json j = minimal();
+  j["optim"] = {{"lr", -1}};
+  EXPECT_EQ(config_error(j), "config: optim.lr: expected a number > 0, got -1");
+  j["optim"] = {{"lr", 0}};
+  EXPECT_EQ(config_error(j), "config: optim.lr: expected a number > 0, got 0");
+  json b = minimal();
+  b["data"]["batch_size"] = 0;
+  EXPECT_EQ(config_error(b), "config: data.batch_size: expected a number >= 1, got 0");
+  json w = minimal();
+  w["data"]["workers"] = -1;
+  EXPECT_EQ(config_error(w), "config: data.workers: expected a number >= 0, got -1");
+}
+
+TEST(Config, UnknownEnumListsValidValues) {
+  json j = minimal();
+  j["schedule"] = {{"kind", "cosin"}};
+  EXPECT_EQ(config_error(j),
+            "config: schedule.kind: unknown value \"cosin\"; did you mean \"cosine\"? (valid: constant, cosine, step)");
+}
+
+TEST(Config, CrossFieldRules) {
+  json j = json::object();
+  EXPECT_NE(config_error(j).find("data.root"), std::string::npos);
+  json m = minimal();
+  m["data"]["mean"] = {0.1, 0.2};
+  EXPECT_NE(config_error(m).find("data.mean: expected 1 or model.in_channels (1) values, got 2"), std::string::npos);
+}
+
+TEST(Config, ExtendsMergesParentUnderChild) {
+  TempDir dir;
+  write_text(dir / "base.json", R"({"data": {"root": "/base", "batch_size": 32}, "optim": {"lr": 0.5}})");
+  write_text(dir / "child.json", R"({"extends": "base.json", "data": {"batch_size": 16}})");
+  const Config c = load_config(dir / "child.json", {});
+  EXPECT_EQ(c.data.root, "/base");
+  EXPECT_EQ(c.data.batch_size, 16);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 0.5);
+  EXPECT_EQ(c.run.name, "child");
+}
+
+TEST(Config, ExtendsCycleIsAnError) {
+  TempDir dir;
+  write_text(dir / "a.json", R"({"extends": "b.json"})");
+  write_text(dir / "b.json", R"({"extends": "a.json"})");
+  EXPECT_THROW(load_config(dir / "a.json", {}), ConfigError);
+}
+
+TEST(Config, InvalidJsonNamesTheFile) {
+  TempDir dir;
+  write_text(dir / "bad.json", "{\"data\": ");
+  try {
+    load_config(dir / "bad.json", {});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: invalid JSON"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_config(dir / "missing.json", {}), ConfigError);
+}
+
+TEST(Config, SetOverridesParseJsonElseString) {
+  TempDir dir;
+  write_text(dir / "c.json", R"({"data": {"root": "/d"}})");
+  const Config c = load_config(dir / "c.json", {"optim.lr=0.02", "data.batch_size=128", "schedule.kind=constant",
+                                                "run.name=my run", "optim.nesterov=true"});
+  EXPECT_DOUBLE_EQ(c.optim.lr, 0.02);
+  EXPECT_EQ(c.data.batch_size, 128);
+  EXPECT_EQ(c.schedule.kind, ScheduleKind::constant);
+  EXPECT_EQ(c.run.name, "my run");
+  EXPECT_TRUE(c.optim.nesterov);
+  EXPECT_THROW(load_config(dir / "c.json", {"optim.lr"}), UsageError);
+  EXPECT_THROW(load_config(dir / "c.json", {"optim..lr=1"}), UsageError);
+  EXPECT_THROW(load_config(dir / "c.json", {"optim.lrate=1"}), ConfigError);
+}
+
+TEST(Config, ResolvedJsonRoundTrips) {
+  json j = minimal();
+  j["optim"] = {{"lr", 0.123456789}};
+  j["schedule"] = {{"kind", "step"}};
+  const Config a = parse_config(j);
+  const json resolved = config_to_json(a);
+  const Config b = parse_config(resolved);
+  EXPECT_EQ(config_to_json(b), resolved);
+  EXPECT_EQ(resolved["schedule"]["kind"], "step");
+  EXPECT_DOUBLE_EQ(b.optim.lr, 0.123456789);
+}
+
+}  // namespace
+}  // namespace trainer

@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include "support/fixtures.hpp"
+#include "trainer/data/mnist_idx.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+using namespace trainer::testing;
+
+std::string data_error(const IdxFiles& files, int64_t classes = 10) {
+  try {
+    MnistIdx source(files, classes);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+class MnistIdxTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MnistIdxTest, ReadsImagesAndLabels) {
+  TempDir dir;
+  write_mnist_dir(dir.path(), 20, 10, 10, /*gzip=*/GetParam());
+  const auto files = MnistIdx::find_files(dir.path(), "train");
+  const MnistIdx source(files, 10);
+  ASSERT_EQ(source.size(), 20u);
+  const auto labels = make_labels(20, 10, 1);
+  const auto images = idx_images(labels, 28, 28, 10, 1);
+  for (size_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(source.label(i), labels[i]);
+    const Sample s = source.read(i);
+    ASSERT_EQ(s.image.rows, 28);
+    ASSERT_EQ(s.image.type(), CV_8UC1);
+    EXPECT_EQ(0, std::memcmp(s.image.data, images.data() + 16 + i * 784, 784));
+  }
+  EXPECT_EQ(source.shape().height, 28);
+  EXPECT_EQ(source.class_names().size(), 10u);
+}
+
+INSTANTIATE_TEST_SUITE_P(PlainAndGzip, MnistIdxTest, ::testing::Values(false, true));
+
+TEST(MnistIdx, PrefersUncompressedAndFindsTestSplit) {
+  TempDir dir;
+  write_mnist_dir(dir.path(), 4, 3, 10, true);
+  write_bytes(dir / "t10k-images-idx3-ubyte", idx_images(make_labels(3, 10, 2), 28, 28, 10, 2), false);
+  const auto files = MnistIdx::find_files(dir.path(), "t10k");
+  EXPECT_EQ(files.images.filename(), "t10k-images-idx3-ubyte");
+  EXPECT_EQ(files.labels.filename(), "t10k-labels-idx1-ubyte.gz");
+  EXPECT_EQ(MnistIdx(files, 10).size(), 3u);
+}
+
+TEST(MnistIdx, MissingFilesNameTheFolder) {
+  TempDir dir;
+  try {
+    MnistIdx::find_files(dir.path(), "train");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("no train-images* file"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(MnistIdx::find_files(dir / "nope", "train"), DataError);
+}
+
+TEST(MnistIdx, BadMagic) {
+  TempDir dir;
+  const auto labels = make_labels(2, 10, 1);
+  write_bytes(dir / "img", idx_labels(labels), false);  // a label file where images belong
+  write_bytes(dir / "lab", idx_labels(labels), false);
+  EXPECT_NE(data_error({dir / "img", dir / "lab"}).find("bad magic number 2049, expected 2051"), std::string::npos);
+}
+
+TEST(MnistIdx, TruncatedFileReportsExpectedAndFoundBytes) {
+  TempDir dir;
+  const auto labels = make_labels(5, 10, 1);
+  auto images = idx_images(labels, 28, 28, 10, 1);
+  images.resize(images.size() - 100);
+  write_bytes(dir / "img", images, false);
+  write_bytes(dir / "lab", idx_labels(labels), false);
+  const std::string message = data_error({dir / "img", dir / "lab"});
+  EXPECT_NE(message.find("truncated: expected 3936 bytes, found 3836"), std::string::npos) << message;
+  EXPECT_NE(message.find((dir / "img").string()), std::string::npos);
+}
+
+TEST(MnistIdx, TruncatedGzipStream) {
+  TempDir dir;
+  write_mnist_dir(dir.path(), 50, 2, 10, true);
+  const auto path = dir / "train-images-idx3-ubyte.gz";
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  const std::string message = data_error(MnistIdx::find_files(dir.path(), "train"));
+  EXPECT_NE(message.find("train-images-idx3-ubyte.gz"), std::string::npos) << message;
+}
+
+TEST(MnistIdx, CountMismatch) {
+  TempDir dir;
+  write_bytes(dir / "img", idx_images(make_labels(5, 10, 1), 28, 28, 10, 1), false);
+  write_bytes(dir / "lab", idx_labels(make_labels(4, 10, 1)), false);
+  EXPECT_NE(data_error({dir / "img", dir / "lab"}).find("holds 5 images but"), std::string::npos);
+}
+
+TEST(MnistIdx, LabelOutOfRange) {
+  TempDir dir;
+  const std::vector<uint8_t> labels{1, 2, 9};
+  write_bytes(dir / "img", idx_images(labels, 28, 28, 10, 1), false);
+  write_bytes(dir / "lab", idx_labels(labels), false);
+  EXPECT_NE(data_error({dir / "img", dir / "lab"}, 5).find("label 9 at index 2 is not below model.num_classes (5)"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainer
