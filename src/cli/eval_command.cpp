@@ -24,11 +24,8 @@ int run_eval(const EvalArgs& args) {
   const auto data = make_source(c.data, Split::eval, c.model.num_classes, c.run.seed);
   auto model = build_model(c.model, data->shape());
   checkpoint.restore_model(*model);
-  model->to(device);
-  const EvalResult r = evaluate(
-      *model, data,
-      {static_cast<size_t>(c.data.eval_batch_size), static_cast<size_t>(c.data.workers), device,
-       make_normalization(c.data.mean, c.data.std, c.model.in_channels, device), false});
+  place_model(*model, device, c.model.channels_last);
+  const EvalResult r = evaluate(*model, data, eval_options(c, device));
   std::printf("eval %s (epoch %lld): %lld images, loss %.4f, top1 %.4f (%lld), top5 %.4f (%lld), %.1fs\n",
               args.checkpoint.c_str(), static_cast<long long>(checkpoint.meta().epoch), static_cast<long long>(r.count),
               r.loss(), r.top1(), static_cast<long long>(r.correct1), r.top5(), static_cast<long long>(r.correct5),

@@ -57,10 +57,14 @@ Normalization make_normalization(const std::vector<double>& mean, const std::vec
 }
 
 torch::Tensor to_model_input(const torch::Tensor& images, const Normalization& norm, bool channels_last) {
-  // permute() of NHWC is NCHW with channels_last strides; the float conversion keeps them.
-  auto x = images.to(norm.mean.device(), /*non_blocking=*/true).permute({0, 3, 1, 2}).to(torch::kFloat);
-  x = (x - norm.mean) * norm.inv_std;
-  return channels_last ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x.contiguous();
+  // permute() of NHWC is NCHW with channels_last strides, so the channels_last conversion is a plain cast.
+  // The format is explicit either way: for one channel both layouts have the same bytes, and LibTorch would
+  // otherwise guess from the strides which convolution path to take.
+  const auto format = channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  auto x = images.to(norm.mean.device(), /*non_blocking=*/true)
+               .permute({0, 3, 1, 2})
+               .to(torch::kFloat, /*non_blocking=*/false, /*copy=*/false, format);
+  return (x - norm.mean) * norm.inv_std;
 }
 
 }  // namespace trainer

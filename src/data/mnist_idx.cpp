@@ -46,13 +46,13 @@ uint32_t big_endian_u32(const std::vector<uint8_t>& b, size_t offset) {
 std::vector<int64_t> parse_idx_header(const std::vector<uint8_t>& bytes, const fs::path& file, uint32_t magic,
                                       size_t ndims) {
   const size_t header = 4 + 4 * ndims;
-  if (bytes.size() < header)
-    throw DataError(file.string() + ": truncated: expected at least " + std::to_string(header) +
-                    " header bytes, found " + std::to_string(bytes.size()));
-  const uint32_t found = big_endian_u32(bytes, 0);
+  const uint32_t found = bytes.size() >= 4 ? big_endian_u32(bytes, 0) : 0;
   if (found != magic)
     throw DataError(file.string() + ": bad magic number " + std::to_string(found) + ", expected " +
                     std::to_string(magic) + (magic == 2051 ? " (IDX images)" : " (IDX labels)"));
+  if (bytes.size() < header)
+    throw DataError(file.string() + ": truncated: expected at least " + std::to_string(header) +
+                    " header bytes, found " + std::to_string(bytes.size()));
   std::vector<int64_t> dims;
   uint64_t expected = header;
   uint64_t count = 1;

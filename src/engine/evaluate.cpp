@@ -5,6 +5,11 @@
 
 namespace trainer {
 
+EvalOptions eval_options(const Config& c, const torch::Device& device) {
+  return {static_cast<size_t>(c.data.eval_batch_size), static_cast<size_t>(c.data.workers), device,
+          make_normalization(c.data.mean, c.data.std, c.model.in_channels, device), c.model.channels_last};
+}
+
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;

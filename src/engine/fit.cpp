@@ -35,12 +35,6 @@ struct Interval {
 
 }  // namespace
 
-EvalOptions eval_options(const Session& s) {
-  const auto& d = s.config.data;
-  return {static_cast<size_t>(d.eval_batch_size), static_cast<size_t>(d.workers), s.device,
-          make_normalization(d.mean, d.std, s.config.model.in_channels, s.device), false};
-}
-
 FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
   const Config& c = s.config;
   auto& log = *s.logs.main;
@@ -79,7 +73,7 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
       lr = lr_at(c.schedule, c.optim.lr, s.state.step, length);
       set_learning_rate(*s.optimizer, lr);
 
-      const auto x = to_model_input(batch.images, norm, false);
+      const auto x = to_model_input(batch.images, norm, c.model.channels_last);
       const auto y = batch.labels.to(s.device, /*non_blocking=*/true);
       const auto logits = s.model->forward(x);
       const auto loss = torch::nn::functional::cross_entropy(
@@ -147,7 +141,7 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
     const bool final_epoch = s.state.epoch == c.train.epochs;
     bool improved = false;
     if (s.state.epoch % c.train.eval_every == 0 || final_epoch) {
-      const EvalResult r = evaluate(*s.model, s.eval_data, eval_options(s));
+      const EvalResult r = evaluate(*s.model, s.eval_data, eval_options(c, s.device));
       improved = r.top1() > s.state.best_top1;
       if (improved) s.state.best_top1 = r.top1();
       log.info("eval epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} in {:.1f}s{}", s.state.epoch, r.loss(),

@@ -66,7 +66,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   // Initialisation draws from LibTorch's default generator: seed it so the same seed gives the same start.
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   s.model = build_model(c.model, train_shape);
-  s.model->to(s.device);
+  place_model(*s.model, s.device, c.model.channels_last);
   s.optimizer = make_optimizer(c.optim, s.model->parameters());
   int64_t parameters = 0;
   for (const auto& p : s.model->parameters()) parameters += p.numel();
@@ -74,7 +74,6 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
 
   if (resume) {
     resume->restore_model(*s.model);
-    s.model->to(s.device);
     resume->restore_optimizer(*s.optimizer);
     resume->restore_rng();
     s.state = {resume->meta().epoch, resume->meta().step, resume->meta().best_top1};

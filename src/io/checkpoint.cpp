@@ -27,6 +27,32 @@ void check_finite(const torch::nn::Module& model, const fs::path& path) {
       throw TrainError("buffer " + item.key() + " holds inf or NaN; " + path.string() + " was not written");
 }
 
+// LibTorch's Module::load silently takes a saved tensor of another shape; this checks every name and shape
+// and copies in place, so the optimizer's references to the parameters stay valid.
+void restore_module(torch::serialize::InputArchive& archive, torch::nn::Module& module, const std::string& prefix,
+                    std::vector<std::string>& problems) {
+  auto restore = [&](const std::string& name, torch::Tensor& target, bool is_buffer) {
+    torch::Tensor saved;
+    if (!archive.try_read(name, saved, is_buffer)) {
+      problems.push_back("missing " + prefix + name);
+    } else if (saved.sizes() != target.sizes()) {
+      problems.push_back(prefix + name + " has shape " + c10::str(saved.sizes()) + " in the checkpoint but " +
+                         c10::str(target.sizes()) + " in the model");
+    } else {
+      target.copy_(saved);
+    }
+  };
+  for (auto& item : module.named_parameters(/*recurse=*/false)) restore(item.key(), item.value(), false);
+  for (auto& item : module.named_buffers(/*recurse=*/false)) restore(item.key(), item.value(), true);
+  for (const auto& child : module.named_children()) {
+    torch::serialize::InputArchive sub;
+    if (!archive.try_read(child.key(), sub))
+      problems.push_back("missing " + prefix + child.key() + ".*");
+    else
+      restore_module(sub, *child.value(), prefix + child.key() + ".", problems);
+  }
+}
+
 }  // namespace
 
 void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const torch::nn::Module& model,
@@ -88,14 +114,18 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
 }
 
 void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
+  std::vector<std::string> problems;
   try {
     torch::serialize::InputArchive sub;
     archive_->read("model", sub);
-    model.load(sub);
+    torch::NoGradGuard no_grad;
+    restore_module(sub, model, "", problems);
   } catch (const c10::Error& e) {
-    throw CheckpointError(path_.string() + ": model weights do not fit the model built from its config (" +
-                          first_line(e.what_without_backtrace()) + ")");
+    problems.push_back(first_line(e.what_without_backtrace()));
   }
+  if (!problems.empty())
+    throw CheckpointError(path_.string() + ": model weights do not fit the model built from its config: " +
+                          problems.front() + (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : ""));
 }
 
 void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) const {

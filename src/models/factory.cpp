@@ -47,4 +47,14 @@ ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
   return find_builder(model.arch)(model, input);
 }
 
+void place_model(Classifier& model, const torch::Device& device, bool channels_last) {
+  model.to(device);
+  if (!channels_last) return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+  for (auto& b : model.buffers())
+    if (b.dim() == 4) b.set_data(b.contiguous(torch::MemoryFormat::ChannelsLast));
+}
+
 }  // namespace trainer

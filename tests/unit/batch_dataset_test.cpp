@@ -31,6 +31,7 @@ TEST(Normalization, HappensOnTheDeviceSideAsFloatNchw) {
   const auto x = to_model_input(images, norm, false);
   EXPECT_EQ(x.sizes(), (std::vector<int64_t>{1, 3, 1, 2}));
   EXPECT_TRUE(x.is_contiguous());
+  EXPECT_EQ(x.strides(), (std::vector<int64_t>{6, 2, 2, 1}));
   // channel 0 holds pixels 0 and 102: (0/255 - 0.5) / 0.25 = -2, (0.4 - 0.5) / 0.25 = -0.4
   EXPECT_NEAR(x[0][0][0][0].item<float>(), -2.0f, 1e-6);
   EXPECT_NEAR(x[0][0][0][1].item<float>(), -0.4f, 1e-6);

@@ -88,6 +88,7 @@ struct ModelConfig {
   int64_t in_channels = 1;
   int64_t num_classes = 10;
   double dropout = 0.0;  // before each fully connected layer
+  bool channels_last = false;
 
   template <class V>
   void visit(V& v) {
@@ -95,6 +96,8 @@ struct ModelConfig {
     v.field("in_channels", in_channels, "input image channels", Range::at_least(1));
     v.field("num_classes", num_classes, "number of classes", Range::at_least(2));
     v.field("dropout", dropout, "dropout probability before the classifier layers", Range::between(0, 0.99));
+    v.field("channels_last", channels_last,
+            "keep 4-D weights and inputs in channels_last memory format");
   }
 };
 

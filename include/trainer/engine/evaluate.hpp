@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "trainer/config/config.hpp"
 #include "trainer/data/batch_dataset.hpp"
 #include "trainer/data/image_source.hpp"
 #include "trainer/models/classifier.hpp"
@@ -30,6 +31,9 @@ struct EvalResult {
   double top1() const { return count ? static_cast<double>(correct1) / static_cast<double>(count) : 0.0; }
   double top5() const { return count ? static_cast<double>(correct5) / static_cast<double>(count) : 0.0; }
 };
+
+// Batch size, workers, normalisation and memory format from the config, for a model on `device`.
+EvalOptions eval_options(const Config& config, const torch::Device& device);
 
 // Puts the model in eval mode; the caller switches it back to train mode.
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options);

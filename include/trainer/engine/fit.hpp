@@ -19,7 +19,4 @@ struct FitResult {
 // Writes last.pt / best.pt into the run folder; throws TrainError on a non-finite loss.
 FitResult fit(Session& session, std::optional<int64_t> stop_after_epoch = std::nullopt);
 
-// Evaluation options for a session's model and data.
-EvalOptions eval_options(const Session& session);
-
 }  // namespace trainer

@@ -19,4 +19,8 @@ void check_model_arch(const ModelConfig& model);
 // Parameters are initialised from LibTorch's default generator: seed it first for a reproducible start.
 ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input);
 
+// Moves the model to `device` and, with channels_last, converts its 4-D parameters and buffers to that memory
+// format (Module::to has no memory-format overload). Call before creating the optimizer or restoring it.
+void place_model(Classifier& model, const torch::Device& device, bool channels_last);
+
 }  // namespace trainer

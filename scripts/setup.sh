@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what trainer needs on Debian 12 (idempotent: does nothing when everything is present).
+#   scripts/setup.sh            build, test and demo dependencies, and the Fashion-MNIST dataset
+#   scripts/setup.sh --bench    also Python's torch and torchvision (the reference the benchmarks compare with)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtorch-dev            # LibTorch 1.13 (CPU)
+  libopenblas0-pthread    # optimized BLAS; without it Debian's LibTorch uses the slow reference one
+  libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev
+  dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist, the demo's dataset
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3 python3-torch python3-torchvision)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+echo "setup: done"
