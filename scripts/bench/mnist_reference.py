@@ -34,7 +34,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--eval-batch-size", type=int, default=1000)
+    p.add_argument("--eval-batch-size", type=int, default=256)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--channels-last", action="store_true")
     a = p.parse_args()

@@ -85,7 +85,7 @@ int train_resume(const TrainArgs& args) {
 int train_smoke(const TrainArgs& args) {
   Config config = load_config(args.config, args.overrides);
   config.data.limit_train = 4 * config.data.batch_size;
-  config.data.limit_eval = 2 * config.data.eval_batch_size;
+  config.data.limit_eval = 4 * config.data.batch_size;
   config.train.epochs = 2;
   config.train.eval_every = 1;
   config.train.checkpoint_every = 1;

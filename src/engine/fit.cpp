@@ -130,11 +130,15 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
       throw TrainError("loss is " + std::to_string(train_loss) + " in epoch " + std::to_string(epoch + 1) +
                        (fs::exists(last_path) ? "; the last good checkpoint is " + last_path.string()
                                               : "; no checkpoint was written yet"));
+    const double train_top1 =
+        static_cast<double>(whole.correct.item<int64_t>()) / static_cast<double>(std::max<int64_t>(1, whole.images));
+    const double epoch_speed = static_cast<double>(whole.images) / epoch_seconds;
     log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%", epoch + 1,
-             c.train.epochs, epoch_seconds, train_loss,
-             static_cast<double>(whole.correct.item<int64_t>()) / static_cast<double>(std::max<int64_t>(1, whole.images)),
-             static_cast<double>(whole.images) / epoch_seconds,
+             c.train.epochs, epoch_seconds, train_loss, train_top1, epoch_speed,
              100.0 * whole.data_wait / std::max(1e-9, whole.data_wait + whole.compute));
+    if (s.metrics)
+      s.metrics->write({"epoch", epoch + 1, s.state.step, lr, train_loss, train_top1, MetricsRow::none, epoch_speed,
+                        whole.data_wait, whole.compute});
     s.state.epoch = epoch + 1;
 
     // ---- every eval_every epochs, and after the last: evaluate ----

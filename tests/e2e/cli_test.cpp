@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "e2e/e2e_support.hpp"
 
 namespace trainer {
@@ -129,6 +131,23 @@ TEST(Cli, SmokeRunsTheWholePipeline) {
   EXPECT_NE(r.output.find("eval " + (out / "best.pt").string()), std::string::npos) << r.output;
   const json resolved = json::parse(read_text(out / "config.resolved.json"));
   EXPECT_EQ(resolved["data"]["limit_train"], 4 * 32);
+}
+
+TEST(Cli, SyntheticDataNeedsNoFiles) {
+  TempDir dir;
+  const json config = {{"run", {{"threads", 2}}},
+                       {"data", {{"kind", "synthetic"}, {"batch_size", 16}, {"eval_batch_size", 32}, {"workers", 1},
+                                 {"mean", {0.25}}, {"std", {0.3}},
+                                 {"synthetic", {{"train_size", 96}, {"eval_size", 48}, {"height", 12}, {"width", 12}}}}},
+                       {"model", {{"num_classes", 3}}},
+                       {"train", {{"epochs", 2}}}};
+  write_text(dir / "synthetic.json", config.dump());
+  const auto r = trainer_cli("--config " + (dir / "synthetic.json").string() + " -o " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("synthetic (96 images, 12x12x1)"), std::string::npos) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("eval epoch 2: .* \\(([0-9]+)/48\\)"))) << r.output;
+  EXPECT_GT(std::stoi(m[1]), 24) << "3 easy classes, chance is 16/48: " << r.output;
 }
 
 }  // namespace

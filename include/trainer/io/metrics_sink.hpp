@@ -1,5 +1,5 @@
-// metrics.csv and metrics.jsonl in the run folder: one row per log interval ("train") and per evaluation
-// ("eval"). On resume, rows written after the checkpoint's step are dropped so the files read as one run.
+// metrics.csv and metrics.jsonl in the run folder: one row per log interval ("train"), per epoch ("epoch":
+// the whole epoch's training loss, top-1 and speed) and per evaluation ("eval"). On resume, rows written after the checkpoint's step are dropped so the files read as one run.
 //   MetricsSink sink(run_dir, /*resume_step=*/std::nullopt);  sink.write(row);
 #pragma once
 
@@ -14,7 +14,7 @@ namespace trainer {
 
 struct MetricsRow {
   static constexpr double none = std::numeric_limits<double>::quiet_NaN();  // written as empty / null
-  std::string kind;  // "train" or "eval"
+  std::string kind;  // "train", "epoch" or "eval"
   int64_t epoch = 0;
   int64_t step = 0;
   double lr = none;
