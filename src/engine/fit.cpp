@@ -54,6 +54,11 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
   const fs::path last_path = s.run_dir / "last.pt", best_path = s.run_dir / "best.pt";
   const nlohmann::json resolved = config_to_json(c);
   ProgressLine progress(s.logs.interactive);
+  auto non_finite_loss = [&](double loss, const std::string& where) {
+    return TrainError("loss is " + std::to_string(loss) + " " + where +
+                      (fs::exists(last_path) ? "; the last good checkpoint is " + last_path.string()
+                                             : "; no checkpoint was written yet"));
+  };
   FitResult result;
   log.info("training {} epochs x {} steps (batch {}, {} loader workers), lr {} ({} warmup steps)", c.train.epochs,
            steps_per_epoch, batch_size, c.data.workers, c.optim.lr, warmup_steps(c.schedule, length));
@@ -98,10 +103,7 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
       // ---- every log_every steps: check, log and record the interval ----
       if (s.state.step % c.train.log_every == 0) {
         const double mean_loss = interval.loss_sum.item<double>() / static_cast<double>(interval.images);
-        if (!std::isfinite(mean_loss))
-          throw TrainError("loss is " + std::to_string(mean_loss) + " at step " + std::to_string(s.state.step) +
-                           (fs::exists(last_path) ? "; the last good checkpoint is " + last_path.string()
-                                                  : "; no checkpoint was written yet"));
+        if (!std::isfinite(mean_loss)) throw non_finite_loss(mean_loss, "at step " + std::to_string(s.state.step));
         const double elapsed = seconds_since(interval.start);
         const double top1 = static_cast<double>(interval.correct.item<int64_t>()) / static_cast<double>(interval.images);
         const double speed = static_cast<double>(interval.images) / elapsed;
@@ -126,10 +128,7 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
     progress.clear();
     const double epoch_seconds = seconds_since(epoch_start);
     const double train_loss = whole.loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(1, whole.images));
-    if (!std::isfinite(train_loss))
-      throw TrainError("loss is " + std::to_string(train_loss) + " in epoch " + std::to_string(epoch + 1) +
-                       (fs::exists(last_path) ? "; the last good checkpoint is " + last_path.string()
-                                              : "; no checkpoint was written yet"));
+    if (!std::isfinite(train_loss)) throw non_finite_loss(train_loss, "in epoch " + std::to_string(epoch + 1));
     const double train_top1 =
         static_cast<double>(whole.correct.item<int64_t>()) / static_cast<double>(std::max<int64_t>(1, whole.images));
     const double epoch_speed = static_cast<double>(whole.images) / epoch_seconds;
@@ -160,7 +159,7 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
     // ---- every checkpoint_every epochs, and after the last: last.pt; best.pt when top-1 improved ----
     if (s.run_dir.empty()) continue;
     const CheckpointMeta meta{resolved, s.state.epoch, s.state.step, s.state.best_top1, s.train_data->class_names()};
-    const bool save_last = s.state.epoch % c.train.checkpoint_every == 0 || final_epoch || s.state.epoch == last_epoch;
+    const bool save_last = s.state.epoch % c.train.checkpoint_every == 0 || s.state.epoch == last_epoch;
     if (save_last) save_checkpoint(last_path, meta, *s.model, *s.optimizer);
     if (improved && save_last) copy_checkpoint(last_path, best_path);
     if (improved && !save_last) save_checkpoint(best_path, meta, *s.model, *s.optimizer);

@@ -133,6 +133,16 @@ TEST(Cli, SmokeRunsTheWholePipeline) {
   EXPECT_EQ(resolved["data"]["limit_train"], 4 * 32);
 }
 
+TEST(Cli, NonFiniteLossStopsTheRunAndWritesNoCheckpoint) {
+  SmallRun run(json{{"train", {{"epochs", 1}, {"log_every", 1}}}, {"data", {{"limit_train", 128}}}});
+  const fs::path out = run.dir / "run";
+  const auto r = trainer_cli("--config " + run.config.string() + " --set optim.lr=1e30 -o " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("error: train: loss is "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no checkpoint was written yet"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out / "last.pt"));
+}
+
 TEST(Cli, SyntheticDataNeedsNoFiles) {
   TempDir dir;
   const json config = {{"run", {{"threads", 2}}},
