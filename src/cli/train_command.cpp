@@ -1,7 +1,6 @@
 #include <nlohmann/json.hpp>
 #include <stdlib.h>
 
-#include <fstream>
 
 #include "trainer/cli/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
