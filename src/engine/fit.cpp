@@ -22,15 +22,24 @@ namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Step-interval accumulators. Loss and hits stay on the device so a step never waits for the GPU.
+// A step adds to the current log interval only; the epoch totals absorb each interval when it closes.
 struct Interval {
   torch::Tensor loss_sum, correct;
-  int64_t images = 0, steps = 0;
+  int64_t images = 0;
   double data_wait = 0.0, compute = 0.0;
   Clock::time_point start = Clock::now();
 
   explicit Interval(const torch::Device& device)
       : loss_sum(torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device))),
         correct(torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device))) {}
+
+  void absorb(const Interval& other) {
+    loss_sum += other.loss_sum;
+    correct += other.correct;
+    images += other.images;
+    data_wait += other.data_wait;
+    compute += other.compute;
+  }
 };
 
 }  // namespace
@@ -89,16 +98,11 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
       ++s.state.step;
 
       const int64_t n = y.size(0);
-      const auto batch_loss = loss.detach().to(torch::kDouble) * static_cast<double>(n);
-      const auto batch_correct = logits.detach().argmax(1).eq(y).sum();
-      for (Interval* m : {&interval, &whole}) {
-        m->loss_sum += batch_loss;
-        m->correct += batch_correct;
-        m->images += n;
-        m->steps += 1;
-        m->data_wait += waited;
-        m->compute += seconds_since(compute_start);
-      }
+      interval.loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(n);
+      interval.correct += logits.detach().argmax(1).eq(y).sum();
+      interval.images += n;
+      interval.data_wait += waited;
+      interval.compute += seconds_since(compute_start);
 
       // ---- every log_every steps: check, log and record the interval ----
       if (s.state.step % c.train.log_every == 0) {
@@ -114,10 +118,11 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
         if (s.metrics)
           s.metrics->write({"train", epoch + 1, s.state.step, lr, mean_loss, top1, MetricsRow::none, speed,
                             interval.data_wait, interval.compute});
+        whole.absorb(interval);
         interval = Interval(s.device);
       }
       if (progress.enabled()) {
-        const double done = static_cast<double>(whole.images) / seconds_since(epoch_start);
+        const double done = static_cast<double>(whole.images + interval.images) / seconds_since(epoch_start);
         const int64_t left_steps = length.total_steps - s.state.step;
         progress.show(fmt::format("epoch {}/{} step {}/{} {:.0f} img/s lr {:.5g} ETA {}", epoch + 1, c.train.epochs,
                                   s.state.step, length.total_steps, done, lr,
@@ -126,6 +131,7 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
       ready = Clock::now();
     }
     progress.clear();
+    whole.absorb(interval);  // the steps after the last log line
     const double epoch_seconds = seconds_since(epoch_start);
     const double train_loss = whole.loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(1, whole.images));
     if (!std::isfinite(train_loss)) throw non_finite_loss(train_loss, "in epoch " + std::to_string(epoch + 1));
