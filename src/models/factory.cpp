@@ -3,6 +3,7 @@
 #include <functional>
 #include <utility>
 
+#include "trainer/models/resnet.hpp"
 #include "trainer/models/simple_cnn.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -12,13 +13,22 @@ namespace {
 
 using Builder = std::function<ClassifierPtr(const ModelConfig&, const ImageShape&)>;
 
+ClassifierPtr build_simple_cnn(const ModelConfig& m, const ImageShape& in) {
+  if (m.stem != StemKind::imagenet || m.zero_init_residual)
+    throw ConfigError("model.stem and model.zero_init_residual apply to ResNets; mnist_cnn has neither");
+  return std::make_shared<SimpleCnn>(SimpleCnnOptions{m.in_channels, m.num_classes, in.height, in.width, m.dropout});
+}
+
 const std::vector<std::pair<std::string, Builder>>& builders() {
-  static const std::vector<std::pair<std::string, Builder>> table{
-      {"mnist_cnn",
-       [](const ModelConfig& m, const ImageShape& in) -> ClassifierPtr {
-         return std::make_shared<SimpleCnn>(SimpleCnnOptions{m.in_channels, m.num_classes, in.height, in.width, m.dropout});
-       }},
-  };
+  static const std::vector<std::pair<std::string, Builder>> table = [] {
+    std::vector<std::pair<std::string, Builder>> t{{"mnist_cnn", build_simple_cnn}};
+    for (const auto& [name, spec] : resnet_specs())
+      t.emplace_back(name, [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+        return std::make_shared<ResNet>(
+            ResNetOptions{spec, m.in_channels, m.num_classes, m.stem, m.dropout, m.zero_init_residual});
+      });
+    return t;
+  }();
   return table;
 }
 

@@ -1,7 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <torch/torch.h>
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
 #include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 namespace {
@@ -39,8 +46,161 @@ TEST(ModelFactory, UnknownArchListsTheValidOnes) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "config: model.arch: unknown architecture \"mnist_cnnn\"; did you mean \"mnist_cnn\"? (valid: mnist_cnn)");
+              "config: model.arch: unknown architecture \"mnist_cnnn\"; did you mean \"mnist_cnn\"? (valid: " + join(model_names()) + ")");
   }
+}
+
+ModelConfig resnet_config(const std::string& arch, int64_t in_channels = 3, int64_t classes = 1000) {
+  ModelConfig m;
+  m.arch = arch;
+  m.in_channels = in_channels;
+  m.num_classes = classes;
+  return m;
+}
+
+struct StateCounts {
+  int64_t parameters = 0, entries = 0, values = 0;
+};
+
+StateCounts count_state(const torch::nn::Module& model) {
+  StateCounts c;
+  for (const auto& p : model.parameters()) c.parameters += p.numel();
+  for (const auto& p : model.named_parameters()) c.entries++, c.values += p.value().numel();
+  for (const auto& b : model.named_buffers()) c.entries++, c.values += b.value().numel();
+  return c;
+}
+
+// Figures read from torchvision 0.14: sum of parameters, len(state_dict()), values in state_dict().
+class ResNetCounts : public ::testing::TestWithParam<std::tuple<std::string, int64_t, int64_t, int64_t>> {};
+
+TEST_P(ResNetCounts, MatchTorchvision) {
+  const auto& [arch, parameters, entries, values] = GetParam();
+  const auto model = build_model(resnet_config(arch), {224, 224, 3});
+  const StateCounts c = count_state(*model);
+  EXPECT_EQ(c.parameters, parameters);
+  EXPECT_EQ(c.entries, entries);
+  EXPECT_EQ(c.values, values);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Torchvision, ResNetCounts,
+    ::testing::Values(std::make_tuple("resnet18", 11689512, 122, 11699132),
+                      std::make_tuple("resnet34", 21797672, 218, 21814732),
+                      std::make_tuple("resnet50", 25557032, 320, 25610205),
+                      std::make_tuple("resnet101", 44549160, 626, 44654608),
+                      std::make_tuple("resnet152", 60192808, 932, 60344387),
+                      std::make_tuple("wide_resnet50_2", 68883240, 320, 68951517),
+                      std::make_tuple("wide_resnet101_2", 126886696, 626, 127024656),
+                      std::make_tuple("resnext50_32x4d", 25028904, 320, 25097181),
+                      std::make_tuple("resnext101_32x8d", 88791336, 626, 88994320)),
+    [](const auto& info) { return std::get<0>(info.param); });
+
+std::vector<int64_t> shape_of(const torch::nn::Module& model, const std::string& name) {
+  for (const auto& p : model.named_parameters())
+    if (p.key() == name) return p.value().sizes().vec();
+  for (const auto& b : model.named_buffers())
+    if (b.key() == name) return b.value().sizes().vec();
+  return {-1};
+}
+
+TEST(ResNet, UsesTorchvisionNames) {
+  const auto model = build_model(resnet_config("resnet18"), {224, 224, 3});
+  EXPECT_EQ(shape_of(*model, "conv1.weight"), (std::vector<int64_t>{64, 3, 7, 7}));
+  EXPECT_EQ(shape_of(*model, "bn1.running_mean"), (std::vector<int64_t>{64}));
+  EXPECT_EQ(shape_of(*model, "bn1.num_batches_tracked"), (std::vector<int64_t>{}));
+  EXPECT_EQ(shape_of(*model, "layer1.1.conv2.weight"), (std::vector<int64_t>{64, 64, 3, 3}));
+  EXPECT_EQ(shape_of(*model, "layer2.0.downsample.0.weight"), (std::vector<int64_t>{128, 64, 1, 1}));
+  EXPECT_EQ(shape_of(*model, "layer4.1.bn2.running_var"), (std::vector<int64_t>{512}));
+  EXPECT_EQ(shape_of(*model, "fc.weight"), (std::vector<int64_t>{1000, 512}));
+  EXPECT_EQ(shape_of(*model, "layer1.0.downsample.0.weight"), (std::vector<int64_t>{-1}));  // basic, same width
+
+  const auto r50 = build_model(resnet_config("resnet50"), {224, 224, 3});
+  EXPECT_EQ(shape_of(*r50, "layer1.0.downsample.0.weight"), (std::vector<int64_t>{256, 64, 1, 1}));
+  EXPECT_EQ(shape_of(*r50, "layer3.5.conv3.weight"), (std::vector<int64_t>{1024, 256, 1, 1}));
+  const auto rx = build_model(resnet_config("resnext50_32x4d"), {224, 224, 3});
+  EXPECT_EQ(shape_of(*rx, "layer1.0.conv2.weight"), (std::vector<int64_t>{128, 4, 3, 3}));  // 32 groups of 4
+}
+
+TEST(ResNet, BottleneckStridesOnTheThreeByThreeConv) {
+  const auto model = build_model(resnet_config("resnet50"), {224, 224, 3});
+  std::map<std::string, int64_t> strides;
+  for (const auto& item : model->named_modules())
+    if (auto* c = item.value()->as<torch::nn::Conv2d>()) strides[item.key()] = c->options.stride()->at(0);
+  EXPECT_EQ(strides.at("conv1"), 2);
+  EXPECT_EQ(strides.at("layer2.0.conv1"), 1);
+  EXPECT_EQ(strides.at("layer2.0.conv2"), 2);
+  EXPECT_EQ(strides.at("layer2.0.conv3"), 1);
+  EXPECT_EQ(strides.at("layer2.0.downsample.0"), 2);
+  EXPECT_EQ(model->forward(torch::zeros({1, 3, 64, 64})).sizes(), (std::vector<int64_t>{1, 1000}));
+}
+
+TEST(ResNet, SmallStemIsAThreeByThreeStrideOneConvWithoutPooling) {
+  ModelConfig m = resnet_config("resnet18", 1, 10);
+  m.stem = StemKind::small;
+  const auto model = build_model(m, {28, 28, 1});
+  EXPECT_EQ(shape_of(*model, "conv1.weight"), (std::vector<int64_t>{64, 1, 3, 3}));
+  model->eval();
+  // The maps stay 28 -> 28 -> 14 -> 7 -> 4: the global pool sees 4x4, not the 1x1 of the ImageNet stem.
+  EXPECT_EQ(model->forward(torch::randn({2, 1, 28, 28})).sizes(), (std::vector<int64_t>{2, 10}));
+  m.arch = "mnist_cnn";
+  EXPECT_THROW(build_model(m, {28, 28, 1}), ConfigError);
+}
+
+TEST(ResNet, InitialisesLikeTorchvision) {
+  torch::manual_seed(0);
+  ModelConfig m = resnet_config("resnet50");
+  const auto model = build_model(m, {224, 224, 3});
+  const auto params = model->named_parameters();
+  // Kaiming normal, fan_out, ReLU gain: std = sqrt(2 / (out_channels * k * k)).
+  const auto w = params["layer4.0.conv2.weight"];  // 512 x 512 x 3 x 3
+  EXPECT_NEAR(w.std().item<double>(), std::sqrt(2.0 / (512 * 9)), 0.02 * std::sqrt(2.0 / (512 * 9)));
+  EXPECT_NEAR(w.mean().item<double>(), 0.0, 1e-4);
+  EXPECT_TRUE(torch::equal(params["layer3.2.bn2.weight"], torch::ones({256})));
+  EXPECT_TRUE(torch::equal(params["layer3.2.bn2.bias"], torch::zeros({256})));
+  EXPECT_TRUE(torch::equal(params["layer3.2.bn3.weight"], torch::ones({1024})));
+  // fc keeps nn.Linear's default: uniform within 1 / sqrt(fan_in).
+  EXPECT_LE(params["fc.weight"].abs().max().item<double>(), 1.0 / std::sqrt(2048.0));
+
+  m.zero_init_residual = true;
+  const auto zeroed = build_model(m, {224, 224, 3})->named_parameters();
+  EXPECT_TRUE(torch::equal(zeroed["layer3.2.bn3.weight"], torch::zeros({1024})));
+  EXPECT_TRUE(torch::equal(zeroed["layer3.2.bn2.weight"], torch::ones({256})));
+  ModelConfig basic = resnet_config("resnet18");
+  basic.zero_init_residual = true;
+  const auto zeroed18 = build_model(basic, {224, 224, 3})->named_parameters();
+  EXPECT_TRUE(torch::equal(zeroed18["layer2.1.bn2.weight"], torch::zeros({128})));
+  EXPECT_TRUE(torch::equal(zeroed18["layer2.1.bn1.weight"], torch::ones({128})));
+}
+
+// The same weights in channels_last give the same logits and gradients as in the contiguous layout.
+TEST(ResNet, ChannelsLastMatchesContiguous) {
+  ModelConfig m = resnet_config("resnet18", 3, 10);
+  m.stem = StemKind::small;
+  torch::manual_seed(3);
+  const auto a = build_model(m, {32, 32, 3});
+  torch::manual_seed(3);
+  const auto b = build_model(m, {32, 32, 3});
+  place_model(*a, torch::kCPU, /*channels_last=*/false);
+  place_model(*b, torch::kCPU, /*channels_last=*/true);
+  EXPECT_TRUE(b->named_parameters()["layer1.0.conv1.weight"].is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(a->named_parameters()["layer1.0.conv1.weight"].is_contiguous(torch::MemoryFormat::ChannelsLast));
+
+  const torch::Tensor x = torch::randn({4, 3, 32, 32});
+  const torch::Tensor target = torch::tensor({1, 4, 7, 9});
+  const torch::Tensor la = a->forward(x);
+  const torch::Tensor lb = b->forward(x.contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_LT((la - lb).abs().max().item<double>(), 1e-4);
+  torch::nn::functional::cross_entropy(la, target).backward();
+  torch::nn::functional::cross_entropy(lb, target).backward();
+  const auto pa = a->named_parameters(), pb = b->named_parameters();
+  for (const auto& item : pa) {
+    const auto ga = item.value().grad(), gb = pb[item.key()].grad();
+    EXPECT_LT((ga - gb).abs().max().item<double>(), 1e-4 * (1.0 + ga.abs().max().item<double>())) << item.key();
+  }
+  a->eval();
+  b->eval();
+  EXPECT_LT((a->forward(x) - b->forward(x.contiguous(torch::MemoryFormat::ChannelsLast))).abs().max().item<double>(),
+            1e-4);
 }
 
 }  // namespace

@@ -83,21 +83,39 @@ struct DataConfig {
   }
 };
 
+// ResNet input stems: torchvision's 7x7 stride-2 conv + 3x3 max-pool for ImageNet-sized images, or a 3x3
+// stride-1 conv without pooling for 28-64 px images (as in CIFAR ResNets), which keeps small maps large enough.
+enum class StemKind { imagenet, small };
+inline const EnumTable<StemKind>& stem_kinds() {
+  static const EnumTable<StemKind> table{{"imagenet", StemKind::imagenet}, {"small", StemKind::small}};
+  return table;
+}
+
 struct ModelConfig {
   std::string arch = "mnist_cnn";
   int64_t in_channels = 1;
   int64_t num_classes = 10;
+  StemKind stem = StemKind::imagenet;
   double dropout = 0.0;  // before each fully connected layer
+  bool zero_init_residual = false;
   bool channels_last = false;
+  std::string init_from;                  // safetensors weights loaded before training
+  std::vector<std::string> init_exclude;  // glob patterns of keys left freshly initialised
 
   template <class V>
   void visit(V& v) {
     v.field("arch", arch, "model architecture");
     v.field("in_channels", in_channels, "input image channels", Range::at_least(1));
     v.field("num_classes", num_classes, "number of classes", Range::at_least(2));
+    v.choice("stem", stem, stem_kinds(), "ResNet stem: imagenet (7x7/2 conv + max-pool) or small (3x3/1 conv)");
     v.field("dropout", dropout, "dropout probability before the classifier layers", Range::between(0, 0.99));
+    v.field("zero_init_residual", zero_init_residual,
+            "ResNets: start each residual branch's last BatchNorm at zero, so blocks begin as identities");
     v.field("channels_last", channels_last,
             "keep 4-D weights and inputs in channels_last memory format");
+    v.field("init_from", init_from, "safetensors file whose weights initialise a new run (fine-tuning)");
+    v.field("init_exclude", init_exclude,
+            "glob patterns (for example \"fc.*\") of keys not taken from init_from; they keep their fresh values");
   }
 };
 
