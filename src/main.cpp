@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   CLI::App app{"trainer: train and evaluate image classifiers on LibTorch.\n"
                "  trainer --config configs/fashion_mnist_cnn.json        train (the default command)\n"
                "  trainer --resume runs/NAME/last.pt                     continue a run\n"
-               "  trainer eval --checkpoint runs/NAME/best.pt            evaluate a checkpoint",
+               "  trainer eval --checkpoint runs/NAME/best.pt            evaluate a checkpoint\n"
+               "  trainer export --checkpoint best.pt -o model.safetensors  weights for Python tools\n"
+               "  trainer bench --arch resnet50 --batch 16 --size 224    time the training step",
                "trainer"};
   app.require_subcommand(0, 1);
   bool version = false;
@@ -41,6 +43,27 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--set", eval.overrides, "override a config key (repeatable)")->type_name("KEY=VALUE")->take_all();
   eval_cmd->add_option("--output", eval.output, "also write the result to this JSON file");
 
+  trainer::ExportArgs export_args;
+  CLI::App* export_cmd =
+      app.add_subcommand("export", "write a checkpoint's weights as torchvision-named safetensors with metadata");
+  export_cmd->add_option("--checkpoint", export_args.checkpoint, "checkpoint file (last.pt or best.pt)")->required();
+  export_cmd->add_option("-o,--output", export_args.output, "safetensors file to write")->required();
+
+  trainer::BenchArgs bench;
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench", "time the training step (forward, backward, SGD) of a model on random images");
+  bench_cmd->add_option("--arch", bench.arch, "model architecture")->capture_default_str();
+  bench_cmd->add_option("--batch", bench.batch, "images per step")->capture_default_str();
+  bench_cmd->add_option("--size", bench.size, "square image size in pixels")->capture_default_str();
+  bench_cmd->add_option("--classes", bench.classes, "classifier outputs")->capture_default_str();
+  bench_cmd->add_option("--stem", bench.stem, "ResNet stem")->check(CLI::IsMember({"imagenet", "small"}))->capture_default_str();
+  bench_cmd->add_flag("--channels-last", bench.channels_last, "weights and inputs in channels_last");
+  bench_cmd->add_option("--threads", bench.threads, "intra-op threads (0: all cores)")->capture_default_str();
+  bench_cmd->add_option("--device", bench.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  bench_cmd->add_option("--warmup", bench.warmup, "untimed steps first")->capture_default_str();
+  bench_cmd->add_option("--steps", bench.steps, "timed steps")->capture_default_str();
+  bench_cmd->add_flag("--json", bench.json, "print one JSON line");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -56,6 +79,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (eval_cmd->parsed()) return trainer::run_eval(eval);
+    if (export_cmd->parsed()) return trainer::run_export(export_args);
+    if (bench_cmd->parsed()) return trainer::run_bench(bench);
     if (argc == 1) {
       std::cout << app.help();
       return 2;

@@ -29,8 +29,12 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
   CheckpointConfig result{parse_config(j), {}};
   if (result.config.run.name.empty()) result.config.run.name = saved.value("run", json::object()).value("name", "");
   collect_changes(saved, config_to_json(result.config), "", result.changes);
+  // init_from only seeds a new run's weights; on resume the checkpoint's weights win, so it may change.
+  auto changes_model = [](const std::string& change) {
+    return change.rfind("model.", 0) == 0 && change.rfind("model.init_", 0) != 0;
+  };
   for (const auto& change : result.changes)
-    if (change.rfind("model.", 0) == 0)
+    if (changes_model(change))
       throw CheckpointError(checkpoint.path().string() + " was trained with a different model: " + change +
                             " (the model section cannot change; start a new run instead)");
   return result;

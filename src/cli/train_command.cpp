@@ -55,8 +55,10 @@ void log_summary(const Session& s, const FitResult& r) {
 int train_new(const TrainArgs& args) {
   const Config config = load_config(args.config, args.overrides);
   const fs::path run_dir = prepare_new_run_dir(config, args.output_dir);
-  write_resolved_config(run_dir, config);
   Session s = make_session(config, run_dir, make_run_logs(run_dir), nullptr);
+  // Only now does the folder count as a run: a start that failed (bad data, weights that do not fit)
+  // can be fixed and rerun into the same folder.
+  write_resolved_config(run_dir, config);
   s.logs.main->info("run folder {} (config {})", run_dir.string(), args.config);
   log_summary(s, fit(s, stop_epoch(args)));
   return 0;

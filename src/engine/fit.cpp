@@ -8,6 +8,7 @@
 #include "trainer/config/load.hpp"
 #include "trainer/data/batch_dataset.hpp"
 #include "trainer/engine/progress.hpp"
+#include "trainer/engine/train_step.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/optim/schedule.hpp"
 #include "trainer/util/error.hpp"
@@ -89,17 +90,12 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
 
       const auto x = to_model_input(batch.images, norm, c.model.channels_last);
       const auto y = batch.labels.to(s.device, /*non_blocking=*/true);
-      const auto logits = s.model->forward(x);
-      const auto loss = torch::nn::functional::cross_entropy(
-          logits, y, torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(c.train.label_smoothing));
-      s.optimizer->zero_grad();
-      loss.backward();
-      s.optimizer->step();
+      const StepResult out = train_step(*s.model, *s.optimizer, x, y, c.train.label_smoothing);
       ++s.state.step;
 
       const int64_t n = y.size(0);
-      interval.loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(n);
-      interval.correct += logits.detach().argmax(1).eq(y).sum();
+      interval.loss_sum += out.loss.to(torch::kDouble) * static_cast<double>(n);
+      interval.correct += out.logits.argmax(1).eq(y).sum();
       interval.images += n;
       interval.data_wait += waited;
       interval.compute += seconds_since(compute_start);
@@ -164,7 +160,8 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
 
     // ---- every checkpoint_every epochs, and after the last: last.pt; best.pt when top-1 improved ----
     if (s.run_dir.empty()) continue;
-    const CheckpointMeta meta{resolved, s.state.epoch, s.state.step, s.state.best_top1, s.train_data->class_names()};
+    const CheckpointMeta meta{resolved, s.state.epoch, s.state.step, s.state.best_top1, s.train_data->class_names(),
+                              s.train_data->shape()};
     const bool save_last = s.state.epoch % c.train.checkpoint_every == 0 || s.state.epoch == last_epoch;
     if (save_last) save_checkpoint(last_path, meta, *s.model, *s.optimizer);
     if (improved && save_last) copy_checkpoint(last_path, best_path);

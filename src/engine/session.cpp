@@ -9,6 +9,7 @@
 
 #include "trainer/config/load.hpp"
 #include "trainer/data/sources.hpp"
+#include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/device.hpp"
@@ -66,6 +67,11 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   // Initialisation draws from LibTorch's default generator: seed it so the same seed gives the same start.
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   s.model = build_model(c.model, train_shape);
+  if (!resume && !c.model.init_from.empty()) {
+    const WeightsReport report = load_weights(*s.model, read_safetensors(c.model.init_from).tensors,
+                                              c.model.init_exclude, c.model.init_from);
+    s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
+  }
   place_model(*s.model, s.device, c.model.channels_last);
   s.optimizer = make_optimizer(c.optim, s.model->parameters());
   int64_t parameters = 0;

@@ -59,7 +59,8 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const tor
                      const torch::optim::Optimizer& optimizer) {
   check_finite(model, path);
   const json j = {{"format_version", kCheckpointFormatVersion}, {"config", meta.config},   {"epoch", meta.epoch},
-                  {"step", meta.step},                          {"best_top1", meta.best_top1}, {"class_names", meta.class_names}};
+                  {"step", meta.step},                          {"best_top1", meta.best_top1}, {"class_names", meta.class_names},
+                  {"input", {{"height", meta.input.height}, {"width", meta.input.width}, {"channels", meta.input.channels}}}};
   torch::serialize::OutputArchive archive;
   archive.write("meta", c10::IValue(j.dump()));
   torch::serialize::OutputArchive model_archive, optimizer_archive;
@@ -108,6 +109,9 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     meta_.step = j.at("step").get<int64_t>();
     meta_.best_top1 = j.at("best_top1").get<double>();
     meta_.class_names = j.at("class_names").get<std::vector<std::string>>();
+    if (j.contains("input"))  // absent in checkpoints written before export existed
+      meta_.input = {j["input"].at("height").get<int64_t>(), j["input"].at("width").get<int64_t>(),
+                     j["input"].at("channels").get<int64_t>()};
   } catch (const json::exception& e) {
     throw CheckpointError(path.string() + ": damaged metadata (" + std::string(e.what()) + ")");
   }

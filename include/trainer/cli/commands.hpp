@@ -24,8 +24,30 @@ struct EvalArgs {
   std::string output;                  // --output FILE: write the result as JSON
 };
 
+struct ExportArgs {
+  std::string checkpoint;              // --checkpoint FILE
+  std::string output;                  // --output FILE.safetensors
+};
+
+// `trainer bench`: times the training step (forward, loss, backward, SGD update) on random data.
+struct BenchArgs {
+  std::string arch = "resnet50";
+  int64_t batch = 16;
+  int64_t size = 224;                  // square input, pixels
+  int64_t classes = 1000;
+  std::string stem = "imagenet";
+  bool channels_last = false;
+  int64_t threads = 0;                 // 0: all cores
+  std::string device = "auto";
+  int64_t warmup = 2;                  // untimed steps first (allocator, oneDNN/cuDNN kernel choice)
+  int64_t steps = 10;
+  bool json = false;                   // print one JSON line instead of a sentence
+};
+
 int run_train(const TrainArgs& args);
 int run_eval(const EvalArgs& args);
+int run_export(const ExportArgs& args);
+int run_bench(const BenchArgs& args);
 
 // "trainer 0.1.0" and the LibTorch runtime (version, CUDA devices, threads).
 std::string version_text();

@@ -10,18 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "trainer/data/image_shape.hpp"
+
 namespace trainer {
 
 struct Sample {
   cv::Mat image;  // uint8, HxWxC (C = 1 or 3); may share memory with the source: treat as read-only
   int64_t label = 0;
-};
-
-// Fixed image shape of a source whose samples all share one size (MNIST, synthetic).
-struct ImageShape {
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t channels = 0;
 };
 
 class ImageSource {

@@ -45,7 +45,8 @@ struct Session {
   std::unique_ptr<MetricsSink> metrics;
 };
 
-// Sets threads and seeds, loads the data and builds model and optimizer. With `resume`, restores weights,
+// Sets threads and seeds, loads the data and builds model and optimizer. A new run takes model.init_from's
+// weights (minus model.init_exclude) when set. With `resume`, restores weights,
 // optimizer state, RNG and progress from it and keeps the metrics rows up to its step.
 Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs, const LoadedCheckpoint* resume);
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/data/image_shape.hpp"
+
 namespace trainer {
 
 constexpr int64_t kCheckpointFormatVersion = 1;
@@ -24,6 +26,7 @@ struct CheckpointMeta {
   int64_t step = 0;                      // completed optimizer steps
   double best_top1 = -1.0;               // best eval top-1 so far; -1 before the first evaluation
   std::vector<std::string> class_names;
+  ImageShape input;                      // training image shape; lets export rebuild the model without the data
 };
 
 // Writes atomically: on any failure the previous file at `path` is left as it was.

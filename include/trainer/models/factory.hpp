@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "trainer/config/config.hpp"
-#include "trainer/data/image_source.hpp"
+#include "trainer/data/image_shape.hpp"
 #include "trainer/models/classifier.hpp"
 
 namespace trainer {

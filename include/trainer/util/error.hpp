@@ -41,6 +41,12 @@ class CheckpointError : public Error {
   explicit CheckpointError(const std::string& m) : Error("checkpoint: " + m, 2) {}
 };
 
+// A weights file (safetensors) that is malformed, or whose tensors do not fit the model.
+class WeightsError : public Error {
+ public:
+  explicit WeightsError(const std::string& m) : Error("weights: " + m, 2) {}
+};
+
 // Training itself failed (for example a non-finite loss); the previous checkpoint is intact.
 class TrainError : public Error {
  public:

@@ -1,0 +1,88 @@
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "trainer/cli/commands.hpp"
+#include "trainer/engine/session.hpp"
+#include "trainer/engine/train_step.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/optim/optimizer.hpp"
+#include "trainer/util/device.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace {
+
+double peak_rss_mib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int run_bench(const BenchArgs& a) {
+  if (a.batch < 1 || a.size < 1 || a.steps < 1 || a.warmup < 0 || a.classes < 2)
+    throw UsageError("bench: --batch, --size and --steps must be >= 1, --warmup >= 0, --classes >= 2");
+  ModelConfig m;
+  m.arch = a.arch;
+  m.in_channels = 3;
+  m.num_classes = a.classes;
+  for (const auto& [name, kind] : stem_kinds())
+    if (name == a.stem) m.stem = kind;
+  m.channels_last = a.channels_last;
+  check_model_arch(m);
+  RunConfig run;
+  run.threads = a.threads;
+  apply_threads(run);
+  const torch::Device device = select_device(a.device);
+
+  torch::manual_seed(0);
+  auto model = build_model(m, {a.size, a.size, 3});
+  place_model(*model, device, m.channels_last);
+  auto optimizer = make_optimizer(OptimConfig{}, model->parameters());
+  model->train();
+  const auto memory_format = m.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  const torch::Tensor x = torch::randn({a.batch, 3, a.size, a.size}, torch::device(device)).contiguous(memory_format);
+  const torch::Tensor y = torch::randint(0, a.classes, {a.batch}, torch::device(device).dtype(torch::kLong));
+
+  std::vector<double> step_ms;
+  for (int64_t i = 0; i < a.warmup + a.steps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const StepResult out = train_step(*model, *optimizer, x, y, 0.0);
+    out.loss.item<float>();  // waits for the device, as the Python side does
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i >= a.warmup) step_ms.push_back(ms);
+  }
+  const double med = median(step_ms);
+  const double images_per_s = 1000.0 * static_cast<double>(a.batch) / med;
+  if (a.json) {
+    const nlohmann::json j = {{"impl", "trainer"},       {"arch", a.arch},
+                              {"batch", a.batch},        {"size", a.size},
+                              {"channels_last", a.channels_last}, {"threads", torch::get_num_threads()},
+                              {"device", device.str()},  {"step_ms_median", med},
+                              {"step_ms", step_ms},      {"images_per_s", images_per_s},
+                              {"peak_rss_mib", peak_rss_mib()}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s batch %lld at %lldpx, channels_last %s, %d threads on %s: median step %.1f ms over %lld steps "
+                "(%.1f img/s), peak RSS %.0f MiB\n",
+                a.arch.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.size),
+                a.channels_last ? "on" : "off", torch::get_num_threads(), device.str().c_str(), med,
+                static_cast<long long>(a.steps), images_per_s, peak_rss_mib());
+  }
+  return 0;
+}
+
+}  // namespace trainer

@@ -1,0 +1,142 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "support/fixtures.hpp"
+#include "trainer/io/weights.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+using testing::TempDir;
+
+ClassifierPtr small_resnet(int64_t classes, uint64_t seed) {
+  ModelConfig m;
+  m.arch = "resnet18";
+  m.in_channels = 3;
+  m.num_classes = classes;
+  m.stem = StemKind::small;
+  torch::manual_seed(seed);
+  return build_model(m, {32, 32, 3});
+}
+
+std::map<std::string, torch::Tensor> as_map(const NamedTensors& t) { return {t.begin(), t.end()}; }
+
+// Gives BatchNorm statistics values a fresh model lacks, so a test notices if buffers are not copied.
+void perturb_buffers(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& b : model.buffers())
+    if (b.is_floating_point()) b.uniform_(0.5, 1.5);
+    else b.fill_(42);
+}
+
+std::string load_error(torch::nn::Module& model, const NamedTensors& t, const std::vector<std::string>& exclude = {}) {
+  try {
+    load_weights(model, t, exclude, "w.safetensors");
+  } catch (const WeightsError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Weights, StateHasEveryParameterAndBufferUnderItsDottedName) {
+  const auto model = small_resnet(10, 0);
+  const auto state = as_map(model_state(*model));
+  EXPECT_EQ(state.size(), 122u);  // torchvision resnet18's state_dict has 122 entries
+  EXPECT_TRUE(state.count("layer3.0.downsample.1.running_mean"));
+  EXPECT_TRUE(state.count("bn1.num_batches_tracked"));
+  EXPECT_TRUE(state.count("fc.bias"));
+}
+
+TEST(Weights, RoundTripThroughSafetensorsRestoresEveryTensorExactly) {
+  TempDir dir;
+  const auto source = small_resnet(10, 1);
+  perturb_buffers(*source);
+  write_safetensors(dir / "w.safetensors", model_state(*source), {});
+  const auto target = small_resnet(10, 2);
+  place_model(*target, torch::kCPU, /*channels_last=*/true);
+  const WeightsReport r = load_weights(*target, read_safetensors(dir / "w.safetensors").tensors, {}, "w.safetensors");
+  EXPECT_EQ(r.loaded.size(), 122u);
+  EXPECT_TRUE(r.excluded.empty());
+  const auto want = as_map(model_state(*source));
+  for (const auto& [name, t] : model_state(*target)) EXPECT_TRUE(torch::equal(t, want.at(name))) << name;
+  // Loading keeps the model's memory format; exporting it writes row-major bytes again.
+  EXPECT_TRUE(target->named_parameters()["conv1.weight"].is_contiguous(torch::MemoryFormat::ChannelsLast));
+  write_safetensors(dir / "again.safetensors", model_state(*target), {});
+  EXPECT_EQ(testing::read_text(dir / "again.safetensors"), testing::read_text(dir / "w.safetensors"));
+}
+
+TEST(Weights, StrictByDefaultListingMismatchedKeysAndLeavingTheModelUnchanged) {
+  const auto source = small_resnet(1000, 1);
+  const auto target = small_resnet(10, 2);
+  const torch::Tensor before = target->named_parameters()["conv1.weight"].clone();
+  const std::string message = load_error(*target, model_state(*source));
+  EXPECT_NE(message.find("weights: w.safetensors does not fit the model: 2 mismatched (fc.weight: [1000, 512] in the "
+                         "file, [10, 512] in the model, fc.bias: [1000] in the file, [10] in the model)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("model.init_exclude"), std::string::npos);
+  EXPECT_TRUE(torch::equal(target->named_parameters()["conv1.weight"], before));
+}
+
+TEST(Weights, ExcludedKeysKeepTheirFreshValues) {
+  const auto source = small_resnet(1000, 1);
+  const auto target = small_resnet(10, 2);
+  const torch::Tensor fresh_fc = target->named_parameters()["fc.weight"].clone();
+  const WeightsReport r = load_weights(*target, model_state(*source), {"fc.*", "head.*"}, "w.safetensors");
+  EXPECT_EQ(r.excluded, (std::vector<std::string>{"fc.weight", "fc.bias"}));
+  EXPECT_EQ(r.loaded.size(), 120u);
+  EXPECT_EQ(r.unused_patterns, (std::vector<std::string>{"head.*"}));
+  EXPECT_TRUE(torch::equal(target->named_parameters()["fc.weight"], fresh_fc));
+  EXPECT_TRUE(torch::equal(target->named_parameters()["layer4.1.conv2.weight"],
+                           source->named_parameters()["layer4.1.conv2.weight"]));
+  const std::string text = describe(r);
+  EXPECT_NE(text.find("loaded 120 tensors"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 excluded, kept as initialised (fc.weight, fc.bias)"), std::string::npos) << text;
+  EXPECT_NE(text.find("matching nothing: head.*"), std::string::npos) << text;
+}
+
+TEST(Weights, ReportsMissingAndUnexpectedKeys) {
+  const auto model = small_resnet(10, 1);
+  NamedTensors t;
+  for (auto& item : model_state(*model))
+    if (item.first != "layer1.0.conv1.weight") t.push_back(item);
+  t.emplace_back("extra.weight", torch::zeros({3}));
+  const std::string message = load_error(*model, t);
+  EXPECT_NE(message.find("1 missing from the file (layer1.0.conv1.weight)"), std::string::npos) << message;
+  EXPECT_NE(message.find("1 unexpected in the file (extra.weight)"), std::string::npos) << message;
+  // An excluded pattern covers keys on both sides.
+  EXPECT_NO_THROW(load_weights(*model, t, {"layer1.0.conv1.*", "extra.*"}, "w.safetensors"));
+}
+
+// torchvision's published ResNet weights predate num_batches_tracked; they load, as in PyTorch.
+TEST(Weights, FilesWithoutNumBatchesTrackedLoad) {
+  const auto source = small_resnet(10, 1);
+  NamedTensors t;
+  for (auto& item : model_state(*source))
+    if (item.first.find("num_batches_tracked") == std::string::npos) t.push_back(item);
+  const auto target = small_resnet(10, 2);
+  const WeightsReport r = load_weights(*target, t, {}, "w.safetensors");
+  EXPECT_EQ(r.defaulted.size(), 20u);  // one per BatchNorm
+  EXPECT_EQ(r.loaded.size(), 102u);
+}
+
+TEST(Weights, ConvertsFloatPrecisionButNotKind) {
+  const auto source = small_resnet(10, 1);
+  NamedTensors half;
+  for (auto& [name, t] : model_state(*source)) half.emplace_back(name, t.is_floating_point() ? t.to(torch::kHalf) : t);
+  const auto target = small_resnet(10, 2);
+  load_weights(*target, half, {}, "w.safetensors");
+  const auto w = target->named_parameters()["fc.weight"];
+  EXPECT_EQ(w.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(w, source->named_parameters()["fc.weight"].to(torch::kHalf).to(torch::kFloat)));
+
+  NamedTensors wrong = model_state(*source);
+  for (auto& item : wrong)
+    if (item.first == "fc.bias") item.second = torch::zeros({10}, torch::kLong);
+  EXPECT_NE(load_error(*target, wrong).find("fc.bias: Long in the file, Float in the model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainer
