@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what trainer needs on Debian 12 (idempotent: does nothing when everything is present).
-#   scripts/setup.sh            build, test and demo dependencies, and the Fashion-MNIST dataset
-#   scripts/setup.sh --bench    also Python's torch and torchvision (the reference the benchmarks compare with)
+#   scripts/setup.sh    build, test and demo dependencies, the Fashion-MNIST dataset, and Python's torch and
+#                       torchvision (same LibTorch): the weight-interop tests and the benchmarks compare with them
 set -euo pipefail
 
 packages=(
@@ -10,10 +10,8 @@ packages=(
   libopenblas0-pthread    # optimized BLAS; without it Debian's LibTorch uses the slow reference one
   libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev
   dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist, the demo's dataset
+  python3 python3-torch python3-torchvision
 )
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3 python3-torch python3-torchvision)
-fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The Python side of the weight-interop tests: torchvision models against the trainer's safetensors files.
+
+  torchvision_interop.py check ARCH WEIGHTS IO   load WEIGHTS into ARCH, run IO's "input", compare with IO's "logits"
+  torchvision_interop.py make ARCH SEED WEIGHTS IO   write a seeded ARCH's weights, and an input with its logits
+
+ARCH is a torchvision ResNet name (10 classes, 3 channels) or mnist_cnn (PyTorch's MNIST example network).
+The safetensors package is not in Debian, so the format is read and written here with struct and json.
+Exit status: 0 when the logits agree to 1e-4, 1 when they do not, 2 for bad arguments.
+"""
+import json
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+import torchvision
+
+TOLERANCE = 1e-4
+DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+          "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+          "BOOL": torch.bool}
+NAMES = {v: k for k, v in DTYPES.items()}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    metadata = header.pop("__metadata__", {})
+    body = data[8 + n:]
+    tensors = {}
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        raw = bytearray(body[begin:end])
+        flat = torch.frombuffer(raw, dtype=DTYPES[info["dtype"]]) if raw else torch.empty(0, dtype=DTYPES[info["dtype"]])
+        tensors[name] = flat.reshape(info["shape"]).clone()
+    return tensors, metadata
+
+
+def write_safetensors(path, tensors, metadata=None):
+    header, chunks, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, t in tensors.items():
+        b = t.detach().contiguous().cpu().numpy().tobytes() if t.dtype != torch.bfloat16 else \
+            t.detach().contiguous().cpu().view(torch.int16).numpy().tobytes()
+        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(b)]}
+        chunks.append(b)
+        offset += len(b)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+
+
+class MnistCnn(torch.nn.Module):
+    """PyTorch's MNIST example network (its dropouts hold no weights and are off in eval mode)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = torch.nn.Conv2d(32, 64, 3, 1)
+        self.fc1 = torch.nn.Linear(9216, 128)
+        self.fc2 = torch.nn.Linear(128, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2).flatten(1)
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+def build(arch):
+    if arch == "mnist_cnn":
+        return MnistCnn(), (2, 1, 28, 28)
+    return getattr(torchvision.models, arch)(num_classes=10), (2, 3, 64, 64)
+
+
+def main(argv):
+    if len(argv) == 5 and argv[1] == "check":
+        _, _, arch, weights, io = argv
+        model, _ = build(arch)
+        state, metadata = read_safetensors(weights)
+        model.load_state_dict(state, strict=True)  # names and shapes must be torchvision's exactly
+        model.eval()
+        tensors, _ = read_safetensors(io)
+        with torch.no_grad():
+            logits = model(tensors["input"])
+        diff = (logits - tensors["logits"]).abs().max().item()
+        print(f"{arch}: {len(state)} tensors loaded into torchvision, max |logit difference| {diff:.3g}"
+              f" (metadata arch {metadata.get('arch', '?')})")
+        return 0 if diff <= TOLERANCE else 1
+    if len(argv) == 6 and argv[1] == "make":
+        _, _, arch, seed, weights, io = argv
+        torch.manual_seed(int(seed))
+        model, shape = build(arch)
+        with torch.no_grad():  # non-trivial BatchNorm values, so a swapped buffer shows in the logits
+            for m in model.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.normal_(0, 0.1)
+                    m.running_mean.normal_(0, 0.1)
+                    m.running_var.uniform_(0.5, 1.5)
+                    m.num_batches_tracked.fill_(3)
+        model.eval()
+        x = torch.randn(shape)
+        with torch.no_grad():
+            logits = model(x)
+        write_safetensors(weights, model.state_dict(), {"format": "pt", "arch": arch})
+        write_safetensors(io, {"input": x, "logits": logits})
+        print(f"{arch}: wrote {len(model.state_dict())} tensors from torchvision")
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
