@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side by side, same cores, threads, batch, model and LibTorch: one Fashion-MNIST epoch with trainer vs the
 # Python reference (mnist_reference.py, Debian's python3-torch). Runs them alternately RUNS times (default 3)
-# and prints each run, the medians and the ratio. Needs scripts/setup.sh --bench and a release build.
+# and prints each run, the medians and the ratio. Needs scripts/setup.sh and a release build.
 #   scripts/bench/compare_mnist.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -78,6 +78,12 @@ TEST(InitFrom, ANewRunStartsFromTheGivenWeights) {
   ASSERT_EQ(trainer_cli(export_cmd(run.dir / "b" / "last.pt", run.dir / "b.safetensors")).exit_code, 0);
   const auto a_weights = read_safetensors(run.dir / "a.safetensors").tensors;
   EXPECT_LT(max_difference(read_safetensors(run.dir / "b.safetensors").tensors, a_weights), 1e-6);
+  // Resuming takes the checkpoint's weights, so init_from may change (say, the file moved); model.arch may not.
+  const auto resumed = trainer_cli("--resume " + (run.dir / "b" / "last.pt").string() +
+                                   " --set train.epochs=2 --set model.init_from=moved.safetensors");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("model.init_from: "), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("loaded 8 tensors"), std::string::npos) << resumed.output;
 
   // Without init_from the same settings start elsewhere: the comparison above can fail.
   ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "c").string() +

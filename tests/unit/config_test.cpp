@@ -84,6 +84,23 @@ TEST(Config, UnknownEnumListsValidValues) {
             "config: schedule.kind: unknown value \"cosin\"; did you mean \"cosine\"? (valid: constant, cosine, step)");
 }
 
+TEST(Config, ModelSectionReadsStemAndWeightOptions) {
+  json j = minimal();
+  j["model"] = {{"arch", "resnet50"}, {"stem", "small"}, {"zero_init_residual", true},
+                {"init_from", "w.safetensors"}, {"init_exclude", {"fc.*", "layer4.*"}}};
+  const Config c = parse_config(j);
+  EXPECT_EQ(c.model.stem, StemKind::small);
+  EXPECT_TRUE(c.model.zero_init_residual);
+  EXPECT_EQ(c.model.init_from, "w.safetensors");
+  EXPECT_EQ(c.model.init_exclude, (std::vector<std::string>{"fc.*", "layer4.*"}));
+  EXPECT_EQ(config_to_json(c)["model"]["stem"], "small");
+  j["model"]["stem"] = "tiny";
+  EXPECT_EQ(config_error(j), "config: model.stem: unknown value \"tiny\" (valid: imagenet, small)");
+  j["model"]["stem"] = "small";
+  j["model"]["init_exclude"] = "fc.*";
+  EXPECT_NE(config_error(j).find("model.init_exclude: expected"), std::string::npos) << config_error(j);
+}
+
 TEST(Config, CrossFieldRules) {
   json j = json::object();
   EXPECT_NE(config_error(j).find("data.root"), std::string::npos);
