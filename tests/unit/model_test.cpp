@@ -184,6 +184,9 @@ TEST(ResNet, ChannelsLastMatchesContiguous) {
   place_model(*b, torch::kCPU, /*channels_last=*/true);
   EXPECT_TRUE(b->named_parameters()["layer1.0.conv1.weight"].is_contiguous(torch::MemoryFormat::ChannelsLast));
   EXPECT_FALSE(a->named_parameters()["layer1.0.conv1.weight"].is_contiguous(torch::MemoryFormat::ChannelsLast));
+  // 1x1 kernels are ambiguous by contiguity; the kernels go by suggest_memory_format().
+  EXPECT_EQ(b->named_parameters()["layer2.0.downsample.0.weight"].suggest_memory_format(),
+            torch::MemoryFormat::ChannelsLast);
 
   const torch::Tensor x = torch::randn({4, 3, 32, 32});
   const torch::Tensor target = torch::tensor({1, 4, 7, 9});
