@@ -2,7 +2,7 @@
 # Side by side, same cores, threads and LibTorch: the training step (forward, backward, SGD) of `trainer bench`
 # vs the same step in Python torchvision (resnet_step.py, Debian's python3-torch), for resnet18 and resnet50 at
 # batch 16 x 224 px and batch 64 x 64 px, channels_last off and on. Each measurement is its own process (so peak
-# RSS is that configuration's); the two sides alternate RUNS times (default 3). Prints every run, then per
+# RSS is that configuration's); the two sides alternate RUNS times (default 3), taking turns to go first. Prints every run, then per
 # configuration the median step time of each side, the ratio python/trainer (> 1: the trainer is faster) and
 # the peak RSS. Needs scripts/setup.sh and a release build.
 #   scripts/bench/compare_resnet_step.sh [RUNS]        STEPS=5 WARMUP=2 THREADS=2 ARCHS="resnet18 resnet50"
@@ -26,8 +26,12 @@ for arch in $archs; do
       args=(--arch "$arch" --batch "$batch" --size "$size" --threads "$threads" --warmup "$warmup" --steps "$steps" $flag)
       cpp_ms=(); py_ms=(); cpp_rss=(); py_rss=()
       for i in $(seq "$runs"); do
-        c=$("$trainer" bench "${args[@]}" --json)
-        p=$(/usr/bin/python3 scripts/bench/resnet_step.py "${args[@]}")
+        # Odd runs start with the trainer, even runs with Python, so neither side always follows the other.
+        if (( i % 2 )); then
+          c=$("$trainer" bench "${args[@]}" --json); p=$(/usr/bin/python3 scripts/bench/resnet_step.py "${args[@]}")
+        else
+          p=$(/usr/bin/python3 scripts/bench/resnet_step.py "${args[@]}"); c=$("$trainer" bench "${args[@]}" --json)
+        fi
         cpp_ms+=("$(field "$c" step_ms_median)"); py_ms+=("$(field "$p" step_ms_median)")
         cpp_rss+=("$(field "$c" peak_rss_mib)"); py_rss+=("$(field "$p" peak_rss_mib)")
         printf '%s b%s %spx channels_last %s run %d: trainer %.1f ms | python %.1f ms\n' \
