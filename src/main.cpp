@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "trainer/cli/commands.hpp"
+#include "trainer/util/allocator.hpp"
 #include "trainer/util/error.hpp"
 
 namespace {
@@ -15,6 +16,7 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 }  // namespace
 
 int main(int argc, char** argv) {
+  trainer::keep_freed_memory_for_reuse();
   CLI::App app{"trainer: train and evaluate image classifiers on LibTorch.\n"
                "  trainer --config configs/fashion_mnist_cnn.json        train (the default command)\n"
                "  trainer --resume runs/NAME/last.pt                     continue a run\n"
