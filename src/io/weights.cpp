@@ -57,11 +57,11 @@ WeightsReport load_weights(torch::nn::Module& model, const NamedTensors& tensors
   WeightsReport report;
   std::vector<std::string> missing, unexpected, mismatched;
   std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;
-  std::map<std::string, bool> in_model;
+  std::set<std::string> in_model;
   std::set<std::string> used_patterns;
 
   for (auto& [name, target] : model_state(model)) {
-    in_model[name] = true;
+    in_model.insert(name);
     if (const auto* p = matching_pattern(exclude, name)) {
       report.excluded.push_back(name);
       used_patterns.insert(*p);
@@ -80,8 +80,10 @@ WeightsReport load_weights(torch::nn::Module& model, const NamedTensors& tensors
     else if (!same_kind(saved, target))
       mismatched.push_back(name + ": " + std::string(c10::toString(saved.scalar_type())) + " in the file, " +
                            std::string(c10::toString(target.scalar_type())) + " in the model");
-    else
+    else {
       copies.emplace_back(target, &saved);
+      report.loaded.push_back(name);
+    }
   }
   for (const auto& [name, t] : file) {
     if (in_model.count(name)) continue;
@@ -108,8 +110,6 @@ WeightsReport load_weights(torch::nn::Module& model, const NamedTensors& tensors
     target.copy_(*saved);  // converts the dtype, keeps the target's device and memory format
     report.values += target.numel();
   }
-  for (const auto& [name, t] : file)
-    if (in_model.count(name) && !matching_pattern(exclude, name)) report.loaded.push_back(name);
   return report;
 }
 

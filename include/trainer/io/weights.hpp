@@ -17,7 +17,7 @@ namespace trainer {
 NamedTensors model_state(const torch::nn::Module& model);
 
 struct WeightsReport {
-  std::vector<std::string> loaded;     // copied from the file
+  std::vector<std::string> loaded;     // copied from the file, in model order
   std::vector<std::string> excluded;   // model keys matching an exclude pattern: left as initialised
   std::vector<std::string> ignored;    // file keys matching an exclude pattern, absent from the model
   std::vector<std::string> defaulted;  // *.num_batches_tracked absent from the file (older torchvision files)
