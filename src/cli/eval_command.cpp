@@ -21,11 +21,15 @@ int run_eval(const EvalArgs& args) {
   const Config c = config_for_checkpoint(checkpoint, args.config, args.overrides).config;
   apply_threads(c.run);
   const torch::Device device = select_device(c.run.device);
-  const auto data = make_source(c.data, Split::eval, c.model.num_classes, c.run.seed);
+  const auto data = make_source(c, Split::eval);
   auto model = build_model(c.model, data->shape());
   checkpoint.restore_model(*model);
   place_model(*model, device, c.model.channels_last);
-  const EvalResult r = evaluate(*model, data, eval_options(c, device));
+  auto logs = make_run_logs({});
+  auto bad = std::make_shared<BadSamples>("eval", data->size(), c.data.max_bad_fraction, logs.main);
+  const EvalResult r = evaluate(*model, data, eval_options(c, device, bad));
+  if (const size_t replaced = bad->take_replaced())
+    logs.main->warn("{} unreadable image(s) were replaced by other images; the figures include those replacements", replaced);
   std::printf("eval %s (epoch %lld): %lld images, loss %.4f, top1 %.4f (%lld), top5 %.4f (%lld), %.1fs\n",
               args.checkpoint.c_str(), static_cast<long long>(checkpoint.meta().epoch), static_cast<long long>(r.count),
               r.loss(), r.top1(), static_cast<long long>(r.correct1), r.top5(), static_cast<long long>(r.correct5),

@@ -1,10 +1,12 @@
 #include "trainer/config/load.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "trainer/config/json_fields.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 
@@ -60,6 +62,22 @@ void check_channels(const std::string& key, const std::vector<double>& values, i
                       ") values, got " + std::to_string(values.size()));
 }
 
+// Defaults that depend on other fields, filled in so the resolved config shows the values used.
+void resolve(Config& c) {
+  if (c.data.mean.empty()) c.data.mean = c.data.kind == DataKind::imagenet ? std::vector<double>{0.485, 0.456, 0.406}
+                                                                           : std::vector<double>{0.1307};
+  if (c.data.std.empty()) c.data.std = c.data.kind == DataKind::imagenet ? std::vector<double>{0.229, 0.224, 0.225}
+                                                                         : std::vector<double>{0.3081};
+  if (c.data.augment.eval_resize == 0)
+    c.data.augment.eval_resize = static_cast<int64_t>(std::lround(static_cast<double>(c.data.augment.image_size) / 0.875));
+}
+
+void check_interval(const std::string& key, const std::vector<double>& v, double lo, double hi) {
+  if (v.size() != 2 || !(v[0] > lo) || !(v[0] <= v[1]) || !(v[1] <= hi))
+    throw ConfigError(key + ": expected [min, max] with " + format_number(lo) + " < min <= max" +
+                      (std::isfinite(hi) ? " <= " + format_number(hi) : "") + ", got " + nlohmann::json(v).dump());
+}
+
 void validate(const Config& c) {
   check_channels("mean", c.data.mean, c.model.in_channels);
   check_channels("std", c.data.std, c.model.in_channels);
@@ -67,6 +85,19 @@ void validate(const Config& c) {
     if (!(s > 0)) throw ConfigError("data.std: expected values > 0, got " + std::to_string(s));
   if (c.data.kind == DataKind::mnist && c.data.root.empty())
     throw ConfigError("data.root: expected the folder that holds the MNIST IDX files, got an empty string");
+  if (c.data.kind == DataKind::imagenet) {
+    if (c.data.root.empty())
+      throw ConfigError("data.root: expected the folder that holds train/ and val/, got an empty string");
+    if (c.model.in_channels != 1 && c.model.in_channels != 3)
+      throw ConfigError("model.in_channels: image folders give 1 (grey) or 3 (RGB) channels, got " +
+                        std::to_string(c.model.in_channels));
+  }
+  const AugmentConfig& a = c.data.augment;
+  check_interval("data.augment.scale", a.scale, 0.0, 1.0);
+  check_interval("data.augment.ratio", a.ratio, 0.0, HUGE_VAL);
+  if (a.eval_resize < a.image_size)
+    throw ConfigError("data.augment.eval_resize: expected 0 or a size >= data.augment.image_size (" +
+                      std::to_string(a.image_size) + "), got " + std::to_string(a.eval_resize));
   if (c.data.kind == DataKind::synthetic && c.data.synthetic.channels != c.model.in_channels)
     throw ConfigError("data.synthetic.channels: expected model.in_channels (" + std::to_string(c.model.in_channels) +
                       "), got " + std::to_string(c.data.synthetic.channels));
@@ -116,6 +147,7 @@ void apply_override(json& config, const std::string& assignment) {
 Config parse_config(const json& j) {
   Config c;
   read_json(j, c);
+  resolve(c);
   validate(c);
   return c;
 }

@@ -1,45 +1,80 @@
 #include "trainer/data/batch_dataset.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "trainer/util/error.hpp"
+#include "trainer/util/hash.hpp"
 
 namespace trainer {
 
-BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory)
-    : source_(std::move(source)), shape_(source_->shape()), pin_memory_(pin_memory) {}
+namespace {
+
+// Sample replacements for a bad slot: a fixed sequence per (seed, epoch, slot sample).
+constexpr int kReplacementAttempts = 16;
+
+std::string without_prefix(const std::string& what) {
+  const std::string prefix = "data: ";
+  return what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what;
+}
+
+}  // namespace
+
+BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context,
+                           std::shared_ptr<BadSamples> bad)
+    : source_(std::move(source)),
+      shape_(source_->shape()),
+      pin_memory_(pin_memory),
+      context_(context),
+      bad_(std::move(bad)) {}
 
 ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
   const auto n = static_cast<int64_t>(indices.size());
   auto options = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pin_memory_);
   ImageBatch batch{torch::empty({n, shape_.height, shape_.width, shape_.channels}, options),
                    torch::empty({n}, torch::kInt64)};
+  const int h = static_cast<int>(shape_.height), w = static_cast<int>(shape_.width);
+  const int type = CV_8UC(static_cast<int>(shape_.channels));
   const size_t sample_bytes = static_cast<size_t>(shape_.height * shape_.width * shape_.channels);
   auto* out = batch.images.data_ptr<uint8_t>();
   auto* labels = batch.labels.data_ptr<int64_t>();
   for (int64_t b = 0; b < n; ++b) {
-    const Sample s = source_->read(indices[static_cast<size_t>(b)]);
-    if (s.image.rows != shape_.height || s.image.cols != shape_.width || s.image.channels() != shape_.channels ||
-        s.image.depth() != CV_8U)
-      throw DataError("sample " + std::to_string(indices[static_cast<size_t>(b)]) + " has shape " +
-                      std::to_string(s.image.rows) + "x" + std::to_string(s.image.cols) + "x" +
-                      std::to_string(s.image.channels()) + ", expected " + std::to_string(shape_.height) + "x" +
-                      std::to_string(shape_.width) + "x" + std::to_string(shape_.channels));
-    uint8_t* dst = out + static_cast<size_t>(b) * sample_bytes;
-    if (s.image.isContinuous()) {
-      std::memcpy(dst, s.image.data, sample_bytes);
-    } else {
-      const size_t row_bytes = sample_bytes / static_cast<size_t>(shape_.height);
-      for (int r = 0; r < s.image.rows; ++r) std::memcpy(dst + r * row_bytes, s.image.ptr(r), row_bytes);
+    // The slot is a view of the batch tensor: sources write the final pixels there, with no copy after.
+    cv::Mat slot(h, w, type, out + static_cast<size_t>(b) * sample_bytes);
+    const size_t wanted = indices[static_cast<size_t>(b)];
+    size_t index = wanted;
+    for (int attempt = 1;; ++attempt) {
+      try {
+        source_->read_into(index, context_, slot);
+        break;
+      } catch (const DataError& e) {
+        if (!bad_) throw;
+        bad_->record(index, without_prefix(e.what()));
+        if (attempt == kReplacementAttempts)
+          throw DataError("sample " + std::to_string(wanted) + " and " + std::to_string(attempt - 1) +
+                          " replacements could not be read; the last: " + without_prefix(e.what()));
+        const uint64_t h64 = hash_combine(hash_combine(context_.seed ^ 0xBAD5A3B1Eull, static_cast<uint64_t>(context_.epoch)),
+                                          hash_combine(wanted, static_cast<uint64_t>(attempt)));
+        index = static_cast<size_t>(h64 % source_->size());
+      }
     }
-    labels[b] = s.label;
+    if (slot.data != out + static_cast<size_t>(b) * sample_bytes)
+      throw std::logic_error("image source reallocated the batch slot of sample " + std::to_string(wanted));
+    labels[b] = source_->label(index);
   }
   return batch;
 }
 
-std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers) {
-  // enforce_ordering keeps batches in sampler order whichever worker finishes first.
-  auto options = torch::data::DataLoaderOptions(batch_size).workers(workers).enforce_ordering(true);
+std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers,
+                                    size_t prefetch) {
+  // enforce_ordering keeps batches in sampler order whichever worker finishes first. max_jobs bounds the
+  // batches in flight (queued, being prepared or ready); every worker needs one to stay busy. Without workers
+  // it must stay 0: LibTorch would queue that many batches for threads that do not exist, and lose them.
+  auto options = torch::data::DataLoaderOptions(batch_size)
+                     .workers(workers)
+                     .max_jobs(workers == 0 ? 0 : std::max(prefetch, workers))
+                     .enforce_ordering(true);
   return std::make_unique<Loader>(std::move(dataset), std::move(sampler), std::move(options));
 }
 

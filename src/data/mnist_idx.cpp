@@ -118,10 +118,10 @@ MnistIdx::MnistIdx(const IdxFiles& files, int64_t num_classes) : files_(files) {
   for (int64_t c = 0; c < num_classes; ++c) class_names_.push_back(std::to_string(c));
 }
 
-Sample MnistIdx::read(size_t i) const {
-  // A header over the in-memory pixels: no copy, and safe to share between threads since nobody writes.
+void MnistIdx::read_into(size_t i, const ReadContext&, cv::Mat& out) const {
+  // A header over the in-memory pixels, copied once into the batch slot.
   auto* data = const_cast<uint8_t*>(pixels_.data() + i * static_cast<size_t>(rows_ * cols_));
-  return {cv::Mat(static_cast<int>(rows_), static_cast<int>(cols_), CV_8UC1, data), labels_[i]};
+  cv::Mat(static_cast<int>(rows_), static_cast<int>(cols_), CV_8UC1, data).copyTo(out);
 }
 
 std::string MnistIdx::describe() const {

@@ -12,7 +12,9 @@ class SubsetSource final : public ImageSource {
   }
   size_t size() const override { return indices_.size(); }
   int64_t label(size_t i) const override { return base_->label(indices_.at(i)); }
-  Sample read(size_t i) const override { return base_->read(indices_.at(i)); }
+  void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override {
+    base_->read_into(indices_.at(i), context, out);
+  }
   const std::vector<std::string>& class_names() const override { return base_->class_names(); }
   ImageShape shape() const override { return base_->shape(); }
   std::string describe() const override {

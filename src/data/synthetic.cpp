@@ -13,18 +13,16 @@ int64_t SyntheticSource::label(size_t i) const {
   return static_cast<int64_t>(hash_combine(seed_, i) % static_cast<uint64_t>(num_classes_));
 }
 
-Sample SyntheticSource::read(size_t i) const {
+void SyntheticSource::read_into(size_t i, const ReadContext&, cv::Mat& image) const {
   const int64_t y = label(i);
   const int h = static_cast<int>(shape_.height), w = static_cast<int>(shape_.width);
   const int c = static_cast<int>(shape_.channels);
-  cv::Mat image(h, w, CV_8UC(c));
   SplitMix64 rng(hash_combine(seed_ ^ 0x5EED, i));
   for (int r = 0; r < h; ++r) {
     const bool band = (r * num_classes_ / h) == y;
     uint8_t* row = image.ptr<uint8_t>(r);
     for (int k = 0; k < w * c; ++k) row[k] = static_cast<uint8_t>((band ? 128 : 0) + rng.below(128));
   }
-  return {image, y};
 }
 
 std::string SyntheticSource::describe() const {

@@ -5,9 +5,14 @@
 
 namespace trainer {
 
-EvalOptions eval_options(const Config& c, const torch::Device& device) {
-  return {static_cast<size_t>(c.data.eval_batch_size), static_cast<size_t>(c.data.workers), device,
-          make_normalization(c.data.mean, c.data.std, c.model.in_channels, device), c.model.channels_last};
+EvalOptions eval_options(const Config& c, const torch::Device& device, std::shared_ptr<BadSamples> bad) {
+  return {static_cast<size_t>(c.data.eval_batch_size),
+          static_cast<size_t>(c.data.workers),
+          device,
+          make_normalization(c.data.mean, c.data.std, c.model.in_channels, device),
+          c.model.channels_last,
+          static_cast<size_t>(c.data.prefetch),
+          std::move(bad)};
 }
 
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
@@ -17,24 +22,28 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   const size_t n = data->size();
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
   EpochSampler sampler({n, options.batch_size, 0, 0, /*shuffle=*/false, /*drop_last=*/false, 0});
-  auto loader = make_loader(BatchDataset(data, options.device.is_cuda()), std::move(sampler), options.batch_size,
-                            options.workers);
+  auto loader = make_loader(BatchDataset(data, options.device.is_cuda(), {}, options.bad), std::move(sampler),
+                            options.batch_size, options.workers, options.prefetch);
   // Counts accumulate on the device: one synchronisation at the end, not one per batch.
   auto options_i64 = torch::TensorOptions().dtype(torch::kInt64).device(options.device);
   torch::Tensor correct1 = torch::zeros({}, options_i64), correct5 = torch::zeros({}, options_i64);
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(options.device));
   EvalResult result;
-  for (ImageBatch& batch : *loader) {
-    const auto x = to_model_input(batch.images, options.norm, options.channels_last);
-    const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
-    const auto logits = model.forward(x).to(torch::kFloat);
-    loss_sum += torch::nn::functional::cross_entropy(
-                    logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .to(torch::kDouble);
-    const auto hits = std::get<1>(logits.topk(k, 1)).eq(y.unsqueeze(1));
-    correct1 += hits.select(1, 0).sum();
-    correct5 += hits.any(1).sum();
-    result.count += y.size(0);
+  try {  // see fit(): unwrap errors from loader threads
+    for (ImageBatch& batch : *loader) {
+      const auto x = to_model_input(batch.images, options.norm, options.channels_last);
+      const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
+      const auto logits = model.forward(x).to(torch::kFloat);
+      loss_sum += torch::nn::functional::cross_entropy(
+                      logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                      .to(torch::kDouble);
+      const auto hits = std::get<1>(logits.topk(k, 1)).eq(y.unsqueeze(1));
+      correct1 += hits.select(1, 0).sum();
+      correct5 += hits.any(1).sum();
+      result.count += y.size(0);
+    }
+  } catch (const torch::data::WorkerException& e) {
+    std::rethrow_exception(e.original_exception);
   }
   result.correct1 = correct1.item<int64_t>();
   result.correct5 = correct5.item<int64_t>();

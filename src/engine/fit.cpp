@@ -76,55 +76,63 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
   for (int64_t epoch = s.state.epoch; epoch < last_epoch; ++epoch) {
     // ---- one epoch of optimizer steps ----
     s.model->train();
-    auto loader = make_loader(BatchDataset(s.train_data, s.device.is_cuda()), EpochSampler(sampler_options(epoch)),
-                              batch_size, static_cast<size_t>(c.data.workers));
+    const ReadContext context{static_cast<uint64_t>(c.run.seed), epoch};
+    auto loader = make_loader(BatchDataset(s.train_data, s.device.is_cuda(), context, s.train_bad),
+                              EpochSampler(sampler_options(epoch)), batch_size, static_cast<size_t>(c.data.workers),
+                              static_cast<size_t>(c.data.prefetch));
     Interval interval(s.device), whole(s.device);
     const auto epoch_start = Clock::now();
     auto ready = Clock::now();
     double lr = 0.0;
-    for (ImageBatch& batch : *loader) {
-      const double waited = seconds_since(ready);
-      const auto compute_start = Clock::now();
-      lr = lr_at(c.schedule, c.optim.lr, s.state.step, length);
-      set_learning_rate(*s.optimizer, lr);
+    // A loader thread's error arrives wrapped in LibTorch's WorkerException: rethrow the original, so a
+    // DataError stays a one-line user error.
+    try {
+      for (ImageBatch& batch : *loader) {
+        const double waited = seconds_since(ready);
+        const auto compute_start = Clock::now();
+        lr = lr_at(c.schedule, c.optim.lr, s.state.step, length);
+        set_learning_rate(*s.optimizer, lr);
 
-      const auto x = to_model_input(batch.images, norm, c.model.channels_last);
-      const auto y = batch.labels.to(s.device, /*non_blocking=*/true);
-      const StepResult out = train_step(*s.model, *s.optimizer, x, y, c.train.label_smoothing);
-      ++s.state.step;
+        const auto x = to_model_input(batch.images, norm, c.model.channels_last);
+        const auto y = batch.labels.to(s.device, /*non_blocking=*/true);
+        const StepResult out = train_step(*s.model, *s.optimizer, x, y, c.train.label_smoothing);
+        ++s.state.step;
 
-      const int64_t n = y.size(0);
-      interval.loss_sum += out.loss.to(torch::kDouble) * static_cast<double>(n);
-      interval.correct += out.logits.argmax(1).eq(y).sum();
-      interval.images += n;
-      interval.data_wait += waited;
-      interval.compute += seconds_since(compute_start);
+        const int64_t n = y.size(0);
+        interval.loss_sum += out.loss.to(torch::kDouble) * static_cast<double>(n);
+        interval.correct += out.logits.argmax(1).eq(y).sum();
+        interval.images += n;
+        interval.data_wait += waited;
+        interval.compute += seconds_since(compute_start);
 
-      // ---- every log_every steps: check, log and record the interval ----
-      if (s.state.step % c.train.log_every == 0) {
-        const double mean_loss = interval.loss_sum.item<double>() / static_cast<double>(interval.images);
-        if (!std::isfinite(mean_loss)) throw non_finite_loss(mean_loss, "at step " + std::to_string(s.state.step));
-        const double elapsed = seconds_since(interval.start);
-        const double top1 = static_cast<double>(interval.correct.item<int64_t>()) / static_cast<double>(interval.images);
-        const double speed = static_cast<double>(interval.images) / elapsed;
-        progress.clear();
-        step_log.info("epoch {} step {}/{} loss {:.4f} top1 {:.4f} lr {:.5g} {:.0f} img/s data {:.0f}%", epoch + 1,
-                      s.state.step, length.total_steps, mean_loss, top1, lr, speed,
-                      100.0 * interval.data_wait / std::max(1e-9, interval.data_wait + interval.compute));
-        if (s.metrics)
-          s.metrics->write({"train", epoch + 1, s.state.step, lr, mean_loss, top1, MetricsRow::none, speed,
-                            interval.data_wait, interval.compute});
-        whole.absorb(interval);
-        interval = Interval(s.device);
+        // ---- every log_every steps: check, log and record the interval ----
+        if (s.state.step % c.train.log_every == 0) {
+          const double mean_loss = interval.loss_sum.item<double>() / static_cast<double>(interval.images);
+          if (!std::isfinite(mean_loss)) throw non_finite_loss(mean_loss, "at step " + std::to_string(s.state.step));
+          const double elapsed = seconds_since(interval.start);
+          const double top1 = static_cast<double>(interval.correct.item<int64_t>()) / static_cast<double>(interval.images);
+          const double speed = static_cast<double>(interval.images) / elapsed;
+          progress.clear();
+          step_log.info("epoch {} step {}/{} loss {:.4f} top1 {:.4f} lr {:.5g} {:.0f} img/s data {:.0f}%", epoch + 1,
+                        s.state.step, length.total_steps, mean_loss, top1, lr, speed,
+                        100.0 * interval.data_wait / std::max(1e-9, interval.data_wait + interval.compute));
+          if (s.metrics)
+            s.metrics->write({"train", epoch + 1, s.state.step, lr, mean_loss, top1, MetricsRow::none, speed,
+                              interval.data_wait, interval.compute});
+          whole.absorb(interval);
+          interval = Interval(s.device);
+        }
+        if (progress.enabled()) {
+          const double done = static_cast<double>(whole.images + interval.images) / seconds_since(epoch_start);
+          const int64_t left_steps = length.total_steps - s.state.step;
+          progress.show(fmt::format("epoch {}/{} step {}/{} {:.0f} img/s lr {:.5g} ETA {}", epoch + 1, c.train.epochs,
+                                    s.state.step, length.total_steps, done, lr,
+                                    format_duration(static_cast<double>(left_steps * batch_size) / done)));
+        }
+        ready = Clock::now();
       }
-      if (progress.enabled()) {
-        const double done = static_cast<double>(whole.images + interval.images) / seconds_since(epoch_start);
-        const int64_t left_steps = length.total_steps - s.state.step;
-        progress.show(fmt::format("epoch {}/{} step {}/{} {:.0f} img/s lr {:.5g} ETA {}", epoch + 1, c.train.epochs,
-                                  s.state.step, length.total_steps, done, lr,
-                                  format_duration(static_cast<double>(left_steps * batch_size) / done)));
-      }
-      ready = Clock::now();
+    } catch (const torch::data::WorkerException& e) {
+      std::rethrow_exception(e.original_exception);
     }
     progress.clear();
     whole.absorb(interval);  // the steps after the last log line
@@ -137,6 +145,9 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
     log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%", epoch + 1,
              c.train.epochs, epoch_seconds, train_loss, train_top1, epoch_speed,
              100.0 * whole.data_wait / std::max(1e-9, whole.data_wait + whole.compute));
+    if (const size_t replaced = s.train_bad->take_replaced())
+      log.warn("epoch {}: {} unreadable training image(s) replaced by others ({} distinct so far)", epoch + 1,
+               replaced, s.train_bad->distinct());
     if (s.metrics)
       s.metrics->write({"epoch", epoch + 1, s.state.step, lr, train_loss, train_top1, MetricsRow::none, epoch_speed,
                         whole.data_wait, whole.compute});
@@ -146,7 +157,10 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
     const bool final_epoch = s.state.epoch == c.train.epochs;
     bool improved = false;
     if (s.state.epoch % c.train.eval_every == 0 || final_epoch) {
-      const EvalResult r = evaluate(*s.model, s.eval_data, eval_options(c, s.device));
+      const EvalResult r = evaluate(*s.model, s.eval_data, eval_options(c, s.device, s.eval_bad));
+      if (const size_t replaced = s.eval_bad->take_replaced())
+        log.warn("eval epoch {}: {} unreadable image(s) were replaced by other images; the figures include those replacements",
+                 s.state.epoch, replaced);
       improved = r.top1() > s.state.best_top1;
       if (improved) s.state.best_top1 = r.top1();
       log.info("eval epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} in {:.1f}s{}", s.state.epoch, r.loss(),

@@ -54,8 +54,8 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   s.device = select_device(c.run.device);
   apply_threads(c.run);
 
-  s.train_data = make_source(c.data, Split::train, c.model.num_classes, c.run.seed);
-  s.eval_data = make_source(c.data, Split::eval, c.model.num_classes, c.run.seed);
+  s.train_data = make_source(c, Split::train);
+  s.eval_data = make_source(c, Split::eval);
   const auto train_shape = s.train_data->shape(), eval_shape = s.eval_data->shape();
   if (train_shape.height != eval_shape.height || train_shape.width != eval_shape.width ||
       train_shape.channels != eval_shape.channels)
@@ -63,6 +63,8 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
                     s.eval_data->describe());
   s.logs.main->info("train data: {}", s.train_data->describe());
   s.logs.main->info("eval data:  {}", s.eval_data->describe());
+  s.train_bad = std::make_shared<BadSamples>("train", s.train_data->size(), c.data.max_bad_fraction, s.logs.main);
+  s.eval_bad = std::make_shared<BadSamples>("eval", s.eval_data->size(), c.data.max_bad_fraction, s.logs.main);
 
   // Initialisation draws from LibTorch's default generator: seed it so the same seed gives the same start.
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));

@@ -28,11 +28,50 @@ struct RunConfig {
   }
 };
 
-enum class DataKind { mnist, synthetic };
+enum class DataKind { mnist, imagenet, synthetic };
 inline const EnumTable<DataKind>& data_kinds() {
-  static const EnumTable<DataKind> table{{"mnist", DataKind::mnist}, {"synthetic", DataKind::synthetic}};
+  static const EnumTable<DataKind> table{
+      {"mnist", DataKind::mnist}, {"imagenet", DataKind::imagenet}, {"synthetic", DataKind::synthetic}};
   return table;
 }
+
+// How a crop is resized to the output size. bilinear follows PIL's antialiased bilinear (what torchvision uses
+// on PIL images): area averaging when shrinking, bilinear when enlarging.
+enum class Interpolation { bilinear, bicubic, nearest };
+inline const EnumTable<Interpolation>& interpolations() {
+  static const EnumTable<Interpolation> table{
+      {"bilinear", Interpolation::bilinear}, {"bicubic", Interpolation::bicubic}, {"nearest", Interpolation::nearest}};
+  return table;
+}
+
+// auto: JPEGs are decoded at 1/2, 1/4 or 1/8 scale when the crop still covers the output size at that scale.
+enum class DecodeReduce { automatic, off };
+inline const EnumTable<DecodeReduce>& decode_reduce_modes() {
+  static const EnumTable<DecodeReduce> table{{"auto", DecodeReduce::automatic}, {"off", DecodeReduce::off}};
+  return table;
+}
+
+// Image-folder (data.kind "imagenet") transforms, with torchvision's semantics. Train: RandomResizedCrop(size,
+// scale, ratio) then RandomHorizontalFlip(hflip). Eval: Resize(eval_resize) of the shorter side, CenterCrop(size).
+struct AugmentConfig {
+  int64_t image_size = 224;
+  int64_t eval_resize = 0;                           // 0: round(image_size / 0.875), i.e. 256 for 224
+  std::vector<double> scale{0.08, 1.0};              // crop area as a fraction of the image
+  std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};   // crop aspect ratio (width / height), sampled log-uniformly
+  double hflip = 0.5;
+  Interpolation interpolation = Interpolation::bilinear;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("image_size", image_size, "output height and width of train and eval images", Range::at_least(8));
+    v.field("eval_resize", eval_resize, "eval: shorter side before the center crop (0: image_size / 0.875)",
+            Range::at_least(0));
+    v.field("scale", scale, "train: [min, max] crop area as a fraction of the image");
+    v.field("ratio", ratio, "train: [min, max] crop aspect ratio (width / height)");
+    v.field("hflip", hflip, "train: probability of a horizontal flip", Range::between(0, 1));
+    v.choice("interpolation", interpolation, interpolations(), "resampling of the crop to image_size");
+  }
+};
 
 // Shape of the generated dataset when data.kind is "synthetic".
 struct SyntheticConfig {
@@ -60,10 +99,19 @@ struct DataConfig {
   int64_t workers = 2;                     // loader threads; 0 loads on the training thread
   bool shuffle = true;
   bool drop_last = false;
-  std::vector<double> mean{0.1307};        // per channel, on the 0..1 scale
-  std::vector<double> std{0.3081};
+  std::vector<double> mean;                // per channel, on the 0..1 scale; empty: the dataset kind's usual
+  std::vector<double> std;                 // values (ImageNet's for imagenet, 0.1307 / 0.3081 otherwise)
   int64_t limit_train = 0;                 // 0: all images; else an evenly spaced deterministic subset
   int64_t limit_eval = 0;
+  int64_t prefetch = 4;                    // batches prepared ahead of the training step
+  // data.kind "imagenet": ROOT/train/<wnid>/*, ROOT/val/* + ROOT/val_label.txt (or ROOT/val/<wnid>/*).
+  std::string train_dir = "train";
+  std::string val_dir = "val";
+  std::string val_labels = "val_label.txt";
+  std::string class_names_file;            // optional "wnid name, name" lines: readable class names
+  DecodeReduce decode_reduce = DecodeReduce::automatic;
+  double max_bad_fraction = 0.001;         // of the images in a split; more unreadable ones stop the run
+  AugmentConfig augment;
   SyntheticConfig synthetic;
 
   template <class V>
@@ -75,10 +123,23 @@ struct DataConfig {
     v.field("workers", workers, "data loader threads; 0 loads on the training thread", Range::at_least(0));
     v.field("shuffle", shuffle, "reshuffle the training set every epoch");
     v.field("drop_last", drop_last, "drop the last incomplete training batch");
-    v.field("mean", mean, "per-channel mean for normalisation (0..1 scale)");
-    v.field("std", std, "per-channel standard deviation for normalisation (0..1 scale)");
+    v.field("mean", mean, "per-channel mean for normalisation (0..1 scale); empty: the dataset kind's usual one");
+    v.field("std", std, "per-channel standard deviation for normalisation (0..1 scale); empty: as for mean");
     v.field("limit_train", limit_train, "use only this many training images (0: all)", Range::at_least(0));
     v.field("limit_eval", limit_eval, "use only this many evaluation images (0: all)", Range::at_least(0));
+    v.field("prefetch", prefetch, "batches the loader keeps ready ahead of the training step", Range::at_least(1));
+    v.field("train_dir", train_dir, "imagenet: the train folder under root, one sub-folder per class");
+    v.field("val_dir", val_dir, "imagenet: the validation folder under root (flat, or one sub-folder per class)");
+    v.field("val_labels", val_labels,
+            "imagenet: \"<file> <class index>\" lines for a flat val folder, under root; without the file, "
+            "val_dir must hold class folders");
+    v.field("class_names_file", class_names_file,
+            "imagenet: optional synset file (\"n01440764 tench, Tinca tinca\") under root, for readable names");
+    v.choice("decode_reduce", decode_reduce, decode_reduce_modes(),
+             "imagenet: decode JPEGs at 1/2, 1/4 or 1/8 scale when the crop allows it");
+    v.field("max_bad_fraction", max_bad_fraction,
+            "imagenet: share of unreadable images in a split that stops the run", Range::between(0, 1));
+    v.section("augment", augment);
     v.section("synthetic", synthetic);
   }
 };

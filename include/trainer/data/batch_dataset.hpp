@@ -1,7 +1,9 @@
 // Batches for LibTorch's DataLoader: each worker writes its samples straight into one uint8 NHWC tensor
 // (pinned when the model is on CUDA); normalisation happens later, on the device (see to_model_input).
-//   BatchDataset ds(source, /*pin_memory=*/false);
-//   auto loader = make_loader(ds, EpochSampler({...}), /*workers=*/2);
+// A sample that cannot be read is recorded in `bad` and its slot filled with another sample, chosen by
+// (seed, epoch, index), so batches stay full and deterministic; without `bad` the error propagates.
+//   BatchDataset ds(source, /*pin_memory=*/false, {seed, epoch}, bad);
+//   auto loader = make_loader(ds, EpochSampler({...}), batch_size, /*workers=*/2, /*prefetch=*/4);
 //   for (ImageBatch& b : *loader) { auto x = to_model_input(b.images, norm); ... }
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "trainer/data/bad_samples.hpp"
 #include "trainer/data/epoch_sampler.hpp"
 #include "trainer/data/image_source.hpp"
 
@@ -22,7 +25,8 @@ struct ImageBatch {
 
 class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, ImageBatch, std::vector<size_t>> {
  public:
-  BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory);
+  BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context = {},
+               std::shared_ptr<BadSamples> bad = nullptr);
   ImageBatch get_batch(std::vector<size_t> indices) override;
   torch::optional<size_t> size() const override { return source_->size(); }
 
@@ -30,12 +34,16 @@ class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, Im
   std::shared_ptr<const ImageSource> source_;
   ImageShape shape_;
   bool pin_memory_;
+  ReadContext context_;
+  std::shared_ptr<BadSamples> bad_;
 };
 
 using Loader = torch::data::StatelessDataLoader<BatchDataset, EpochSampler>;
 
-// `workers` threads prepare batches ahead of the training step; 0 prepares them on the calling thread.
-std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers);
+// `workers` threads keep up to `prefetch` batches ready ahead of the training step; 0 workers prepare them on
+// the calling thread.
+std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers,
+                                    size_t prefetch = 4);
 
 // Per-channel normalisation constants, ready on the model's device.
 struct Normalization {

@@ -1,7 +1,8 @@
 // One dataset format = one ImageSource. A source knows how many samples it has, their labels (cheaply, no
-// decode) and how to read one as uint8 HxWxC. read() is called from several loader threads at once.
-//   auto src = make_source(config.data, Split::train, config.model.num_classes);
-//   Sample s = src->read(0);  // s.image: CV_8UC1 or CV_8UC3
+// decode) and how to produce one as uint8 HxWxC, augmented for a given epoch. read_into() is called from
+// several loader threads at once and writes straight into a slot of the batch tensor.
+//   auto src = make_source(config, Split::train);
+//   Sample s = src->read(0, {seed, /*epoch=*/3});  // s.image: CV_8UC1 or CV_8UC3, src->shape()
 #pragma once
 
 #include <opencv2/core.hpp>
@@ -15,8 +16,15 @@
 namespace trainer {
 
 struct Sample {
-  cv::Mat image;  // uint8, HxWxC (C = 1 or 3); may share memory with the source: treat as read-only
+  cv::Mat image;  // uint8, HxWxC (C = 1 or 3)
   int64_t label = 0;
+};
+
+// Where a sample's randomness comes from: augmentation is a pure function of (seed, epoch, sample index), so
+// batches do not depend on the worker count and a resumed run sees what an uninterrupted one would.
+struct ReadContext {
+  uint64_t seed = 0;
+  int64_t epoch = 0;
 };
 
 class ImageSource {
@@ -24,13 +32,23 @@ class ImageSource {
   virtual ~ImageSource() = default;
   virtual size_t size() const = 0;
   virtual int64_t label(size_t i) const = 0;
-  // Thread-safe; throws DataError naming the file when a sample cannot be read.
-  virtual Sample read(size_t i) const = 0;
+  // Thread-safe. Writes sample i into `out`, which already has shape() and type CV_8UC(channels) (a view of
+  // the batch tensor: it must not be reallocated). Throws DataError naming the file when it cannot be read.
+  virtual void read_into(size_t i, const ReadContext& context, cv::Mat& out) const = 0;
   virtual const std::vector<std::string>& class_names() const = 0;
   // The shape every sample has after loading (the batch shape without the batch dimension).
   virtual ImageShape shape() const = 0;
   // For logs: "MNIST IDX /data/train-images-idx3-ubyte.gz (60000 images)".
   virtual std::string describe() const = 0;
+
+  // One sample in its own buffer (tests and tools; the loader uses read_into).
+  Sample read(size_t i, const ReadContext& context = {}) const {
+    const ImageShape s = shape();
+    Sample sample{cv::Mat(static_cast<int>(s.height), static_cast<int>(s.width), CV_8UC(static_cast<int>(s.channels))),
+                  label(i)};
+    read_into(i, context, sample.image);
+    return sample;
+  }
 };
 
 }  // namespace trainer

@@ -27,7 +27,7 @@ class MnistIdx final : public ImageSource {
 
   size_t size() const override { return labels_.size(); }
   int64_t label(size_t i) const override { return labels_[i]; }
-  Sample read(size_t i) const override;
+  void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override;
   const std::vector<std::string>& class_names() const override { return class_names_; }
   ImageShape shape() const override { return {rows_, cols_, 1}; }
   std::string describe() const override;

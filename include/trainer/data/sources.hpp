@@ -1,5 +1,5 @@
-// The factory from data config to ImageSource: one entry per data.kind.
-//   auto train = make_source(config.data, Split::train, config.model.num_classes, config.run.seed);
+// The factory from config to ImageSource: one entry per data.kind.
+//   auto train = make_source(config, Split::train);
 #pragma once
 
 #include <memory>
@@ -11,8 +11,8 @@ namespace trainer {
 
 enum class Split { train, eval };
 
-// Applies data.limit_train / data.limit_eval. Throws DataError for missing or malformed files.
-std::shared_ptr<const ImageSource> make_source(const DataConfig& data, Split split, int64_t num_classes,
-                                               int64_t seed);
+// Reads config.data (and model.num_classes / in_channels, run.seed). Applies data.limit_train / data.limit_eval.
+// Throws DataError for missing or malformed files.
+std::shared_ptr<const ImageSource> make_source(const Config& config, Split split);
 
 }  // namespace trainer

@@ -14,7 +14,7 @@ class SyntheticSource final : public ImageSource {
 
   size_t size() const override { return size_; }
   int64_t label(size_t i) const override;
-  Sample read(size_t i) const override;
+  void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override;
   const std::vector<std::string>& class_names() const override { return class_names_; }
   ImageShape shape() const override { return shape_; }
   std::string describe() const override;

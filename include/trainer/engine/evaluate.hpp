@@ -18,6 +18,8 @@ struct EvalOptions {
   torch::Device device{torch::kCPU};
   Normalization norm;
   bool channels_last = false;
+  size_t prefetch = 4;
+  std::shared_ptr<BadSamples> bad;  // null: an unreadable image is an error
 };
 
 struct EvalResult {
@@ -32,8 +34,8 @@ struct EvalResult {
   double top5() const { return count ? static_cast<double>(correct5) / static_cast<double>(count) : 0.0; }
 };
 
-// Batch size, workers, normalisation and memory format from the config, for a model on `device`.
-EvalOptions eval_options(const Config& config, const torch::Device& device);
+// Batch size, workers, prefetch, normalisation and memory format from the config, for a model on `device`.
+EvalOptions eval_options(const Config& config, const torch::Device& device, std::shared_ptr<BadSamples> bad);
 
 // Puts the model in eval mode; the caller switches it back to train mode.
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options);

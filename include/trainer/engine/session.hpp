@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "trainer/config/config.hpp"
+#include "trainer/data/bad_samples.hpp"
 #include "trainer/data/image_source.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/metrics_sink.hpp"
@@ -39,6 +40,8 @@ struct Session {
   RunLogs logs;
   std::shared_ptr<const ImageSource> train_data;
   std::shared_ptr<const ImageSource> eval_data;
+  std::shared_ptr<BadSamples> train_bad;  // unreadable images met so far, per split
+  std::shared_ptr<BadSamples> eval_bad;
   ClassifierPtr model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   TrainState state;

@@ -1,0 +1,119 @@
+#include "trainer/data/image_decode.hpp"
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+uint32_t be16(const uint8_t* p) { return (uint32_t{p[0]} << 8) | p[1]; }
+uint32_t be32(const uint8_t* p) { return (be16(p) << 16) | be16(p + 2); }
+
+// Walks the JPEG marker segments up to the start of scan: the frame header (SOFn) holds the size. The
+// entropy-coded data after SOS cannot contain FF D9 (0xFF is byte-stuffed there), so a file without an EOI
+// marker after its SOS has been cut short.
+void probe_jpeg(const std::vector<uint8_t>& b, ImageInfo& info) {
+  const size_t n = b.size();
+  size_t pos = 2;
+  while (pos + 4 <= n) {
+    if (b[pos] != 0xFF) return;
+    const uint8_t marker = b[pos + 1];
+    if (marker == 0xFF) {  // fill byte
+      ++pos;
+      continue;
+    }
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {  // markers without a length
+      pos += 2;
+      continue;
+    }
+    const size_t length = be16(&b[pos + 2]);
+    if (length < 2) return;
+    const bool frame = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (frame && pos + 9 <= n) {
+      info.height = be16(&b[pos + 5]);
+      info.width = be16(&b[pos + 7]);
+    }
+    if (marker == 0xDA) {  // start of scan
+      bool eoi = false;
+      for (size_t i = n - 1; i > pos + 1 && !eoi; --i) eoi = b[i] == 0xD9 && b[i - 1] == 0xFF;
+      info.truncated = !eoi;
+      return;
+    }
+    pos += 2 + length;
+  }
+  info.truncated = true;  // the headers end before any scan
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_file_bytes(const fs::path& file) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
+  if (!f) throw DataError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  std::vector<uint8_t> bytes;
+  if (std::fseek(f.get(), 0, SEEK_END) == 0) {
+    const long size = std::ftell(f.get());
+    if (size > 0) bytes.reserve(static_cast<size_t>(size));
+    std::fseek(f.get(), 0, SEEK_SET);
+  }
+  uint8_t chunk[1 << 16];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+  if (std::ferror(f.get())) throw DataError(file.string() + ": read error (" + std::strerror(errno) + ")");
+  if (bytes.empty()) throw DataError(file.string() + ": empty file");
+  return bytes;
+}
+
+ImageInfo probe_image(const std::vector<uint8_t>& b) {
+  ImageInfo info;
+  static constexpr uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
+    info.format = ImageFormat::jpeg;
+    probe_jpeg(b, info);
+  } else if (b.size() >= 24 && std::memcmp(b.data(), png_signature, 8) == 0 && std::memcmp(&b[12], "IHDR", 4) == 0) {
+    info.format = ImageFormat::png;
+    info.width = be32(&b[16]);
+    info.height = be32(&b[20]);
+  }
+  if (info.height <= 0 || info.width <= 0 || info.height > (1 << 24) || info.width > (1 << 24))
+    info.height = info.width = 0;
+  return info;
+}
+
+cv::Mat decode_image(const std::vector<uint8_t>& bytes, const ImageInfo& info, int channels, int reduction,
+                     const fs::path& file) {
+  if (info.truncated) throw DataError(file.string() + ": truncated JPEG (no end-of-image marker)");
+  const bool jpeg = info.format == ImageFormat::jpeg;
+  if (!jpeg) reduction = 1;  // OpenCV would decode fully and then resize: no gain
+  int flags = channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR;
+  switch (reduction) {
+    case 2: flags = channels == 1 ? cv::IMREAD_REDUCED_GRAYSCALE_2 : cv::IMREAD_REDUCED_COLOR_2; break;
+    case 4: flags = channels == 1 ? cv::IMREAD_REDUCED_GRAYSCALE_4 : cv::IMREAD_REDUCED_COLOR_4; break;
+    case 8: flags = channels == 1 ? cv::IMREAD_REDUCED_GRAYSCALE_8 : cv::IMREAD_REDUCED_COLOR_8; break;
+    default: break;
+  }
+  cv::Mat image;
+  try {
+    // A header over the bytes: imdecode reads them without a copy.
+    const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<uint8_t*>(bytes.data()));
+    image = cv::imdecode(buffer, flags | cv::IMREAD_IGNORE_ORIENTATION);
+  } catch (const cv::Exception& e) {
+    throw DataError(file.string() + ": cannot decode (" + e.err + ")");
+  }
+  if (image.empty()) throw DataError(file.string() + ": cannot decode (corrupt or unsupported image)");
+  if (image.depth() != CV_8U) {  // 16-bit PNG or TIFF
+    cv::Mat scaled;
+    image.convertTo(scaled, CV_8U, image.depth() == CV_16U ? 1.0 / 257.0 : 1.0);
+    image = scaled;
+  }
+  return image;
+}
+
+}  // namespace trainer

@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include "e2e/e2e_support.hpp"
+#include "support/image_folder_fixture.hpp"
+#include "trainer/config/load.hpp"
+#include "trainer/io/checkpoint.hpp"
+#include "trainer/models/factory.hpp"
+
+namespace trainer {
+namespace {
+
+using namespace trainer::testing;
+using nlohmann::json;
+
+// resnet18 with the small stem on 32 px crops of a 3-class ImageNet-layout folder: 12 train, 6 val images.
+struct FolderRun {
+  TempDir dir;
+  fs::path config;
+  explicit FolderRun(json overrides = json::object(), ImageFolderSpec spec = {}) {
+    write_image_folder(dir / "imagenet", spec);
+    json c = {{"run", {{"seed", 4}, {"threads", 2}}},
+              {"data", {{"kind", "imagenet"}, {"root", (dir / "imagenet").string()}, {"batch_size", 4},
+                        {"eval_batch_size", 4}, {"workers", 2}, {"augment", {{"image_size", 32}}}}},
+              {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"num_classes", spec.classes}, {"stem", "small"}}},
+              {"optim", {{"lr", 0.05}}},
+              {"train", {{"epochs", 2}, {"log_every", 1}}}};
+    c.merge_patch(overrides);
+    config = dir / "config.json";
+    write_text(config, c.dump(2));
+  }
+};
+
+std::map<std::string, torch::Tensor> weights(const fs::path& checkpoint) {
+  const LoadedCheckpoint ck(checkpoint);
+  auto model = build_model(parse_config(ck.meta().config).model, {32, 32, 3});
+  ck.restore_model(*model);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& p : model->named_parameters()) out[p.key()] = p.value();
+  for (const auto& b : model->named_buffers()) out[b.key()] = b.value();
+  return out;
+}
+
+TEST(ImageNetLayout, TrainEvalAndResumeEndToEnd) {
+  FolderRun run;
+  const fs::path straight = run.dir / "straight", split = run.dir / "split";
+  const auto a = trainer_cli("--config " + run.config.string() + " -o " + straight.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("(12 images, 3 classes; random resized crop 32, flip, reduced JPEG decode)"),
+            std::string::npos)
+      << a.output;
+  EXPECT_NE(a.output.find("resize 37, center crop 32"), std::string::npos) << a.output;  // round(32 / 0.875)
+  const json resolved = json::parse(read_text(straight / "config.resolved.json"));
+  EXPECT_EQ(resolved["data"]["mean"], json({0.485, 0.456, 0.406}));
+  EXPECT_EQ(resolved["data"]["augment"]["eval_resize"], 37);
+
+  const auto b1 = trainer_cli("--config " + run.config.string() + " -o " + split.string() + " --stop-after-epoch 1");
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  const auto b2 = trainer_cli("--resume " + (split / "last.pt").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  const auto wa = weights(straight / "last.pt"), wb = weights(split / "last.pt");
+  ASSERT_EQ(wa.size(), wb.size());
+  for (const auto& [name, value] : wa) EXPECT_TRUE(torch::equal(value, wb.at(name))) << name << " differs after resume";
+
+  const auto e = trainer_cli("eval --checkpoint " + (straight / "best.pt").string());
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_NE(e.output.find("6 images"), std::string::npos) << e.output;
+}
+
+TEST(ImageNetLayout, SmokeRunsOnAFolder) {
+  FolderRun run;
+  const auto r = trainer_cli("--config " + run.config.string() + " --smoke");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("smoke test passed"), std::string::npos) << r.output;
+}
+
+TEST(ImageNetLayout, BadImagesAreSkippedAndLoggedOrStopTheRunPastTheLimit) {
+  FolderRun run(json{{"data", {{"max_bad_fraction", 0.1}}}, {"train", {{"epochs", 1}}}});
+  const fs::path bad = run.dir / "imagenet" / "train" / "n1" / "img0.JPEG";
+  write_text(bad, "this is not a JPEG");
+  const auto ok = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "ok").string());
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("skipped and replaced: " + bad.string() + ": cannot decode"), std::string::npos)
+      << ok.output;
+  EXPECT_NE(ok.output.find("epoch 1: 1 unreadable training image(s) replaced by others (1 distinct so far)"),
+            std::string::npos)
+      << ok.output;
+  const auto stop = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "stop").string() +
+                                " --set data.max_bad_fraction=0");
+  EXPECT_EQ(stop.exit_code, 2) << stop.output;
+  EXPECT_NE(stop.output.find("data: 1 of the 12 train images could not be read, more than data.max_bad_fraction (0, 0 "
+                             "images) allows"),
+            std::string::npos)
+      << stop.output;
+}
+
+TEST(ImageNetLayout, LayoutMistakesAreExit2BeforeTraining) {
+  FolderRun run;
+  const fs::path labels = run.dir / "imagenet" / "val_label.txt";
+  write_text(labels, "ILSVRC2012_val_1.JPEG 0\r\nILSVRC2012_val_2.JPEG 7\r\n");
+  auto r = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "a").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(labels.string() + ":2: class index \"7\" is not in [0, 3)"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(run.dir / "a" / "last.pt"));
+  r = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "b").string() + " --set model.num_classes=4");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("3 classes, but model.num_classes is 4"), std::string::npos) << r.output;
+  fs::remove_all(run.dir / "imagenet" / "train");
+  r = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "c").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find((run.dir / "imagenet" / "train").string() + ": no such folder"), std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace trainer
