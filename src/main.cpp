@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
                "  trainer --resume runs/NAME/last.pt                     continue a run\n"
                "  trainer eval --checkpoint runs/NAME/best.pt            evaluate a checkpoint\n"
                "  trainer export --checkpoint best.pt -o model.safetensors  weights for Python tools\n"
-               "  trainer bench --arch resnet50 --batch 16 --size 224    time the training step",
+               "  trainer bench --arch resnet50 --batch 16 --size 224    time the training step\n"
+               "  trainer bench data --config c.json                     time the input pipeline",
                "trainer"};
   app.require_subcommand(0, 1);
   bool version = false;
@@ -65,6 +66,18 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--warmup", bench.warmup, "untimed steps first")->capture_default_str();
   bench_cmd->add_option("--steps", bench.steps, "timed steps")->capture_default_str();
   bench_cmd->add_flag("--json", bench.json, "print one JSON line");
+  trainer::DataBenchArgs data_bench;
+  CLI::App* data_bench_cmd =
+      bench_cmd->add_subcommand("data", "images/s of a config's training input pipeline, or of the decode alone");
+  data_bench_cmd->add_option("-c,--config", data_bench.config, "config whose data section is timed")->required();
+  data_bench_cmd->add_option("--set", data_bench.overrides, "override a config key (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->take_all();
+  data_bench_cmd->add_option("--warmup", data_bench.warmup, "untimed batches first")->capture_default_str();
+  data_bench_cmd->add_option("--batches", data_bench.batches, "timed batches")->capture_default_str();
+  data_bench_cmd->add_flag("--decode-only", data_bench.decode_only,
+                           "time only reading and full-size decoding of the same files, on data.workers threads");
+  data_bench_cmd->add_flag("--json", data_bench.json, "print one JSON line");
 
   try {
     app.parse(argc, argv);
@@ -82,6 +95,7 @@ int main(int argc, char** argv) {
     }
     if (eval_cmd->parsed()) return trainer::run_eval(eval);
     if (export_cmd->parsed()) return trainer::run_export(export_args);
+    if (data_bench_cmd->parsed()) return trainer::run_data_bench(data_bench);
     if (bench_cmd->parsed()) return trainer::run_bench(bench);
     if (argc == 1) {
       std::cout << app.help();

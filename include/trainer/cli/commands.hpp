@@ -44,10 +44,22 @@ struct BenchArgs {
   bool json = false;                   // print one JSON line instead of a sentence
 };
 
+// `trainer bench data`: images/s of a config's training input pipeline (read, decode, augment, batch, and the
+// float normalisation a CPU step does), or with --decode-only the full-size decode rate of the same files.
+struct DataBenchArgs {
+  std::string config;                  // --config FILE (its data section; data.kind imagenet for --decode-only)
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+  int64_t warmup = 2;                  // untimed batches first (threads start, caches warm)
+  int64_t batches = 20;
+  bool decode_only = false;
+  bool json = false;
+};
+
 int run_train(const TrainArgs& args);
 int run_eval(const EvalArgs& args);
 int run_export(const ExportArgs& args);
 int run_bench(const BenchArgs& args);
+int run_data_bench(const DataBenchArgs& args);
 
 // "trainer 0.1.0" and the LibTorch runtime (version, CUDA devices, threads).
 std::string version_text();

@@ -1,0 +1,106 @@
+// `trainer bench data`: the training input pipeline as a run builds it, timed without a model.
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <sys/resource.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "trainer/cli/commands.hpp"
+#include "trainer/config/load.hpp"
+#include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/folder_source.hpp"
+#include "trainer/data/image_decode.hpp"
+#include "trainer/data/sources.hpp"
+#include "trainer/engine/session.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double peak_rss_mib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// Reads and decodes every file at full size, the files split over `threads` threads: the ceiling for a
+// pipeline that decodes at full resolution.
+double decode_rate(const FolderSource& source, size_t threads, size_t& decoded) {
+  std::atomic<size_t> next{0};
+  const auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < source.size(); i = next++) {
+        const auto bytes = read_file_bytes(source.file(i));
+        decode_image(bytes, probe_image(bytes), 3, 1, source.file(i));
+      }
+    });
+  for (auto& t : pool) t.join();
+  decoded = source.size();
+  return static_cast<double>(decoded) / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int run_data_bench(const DataBenchArgs& a) {
+  if (a.batches < 1 || a.warmup < 0) throw UsageError("bench data: --batches must be >= 1 and --warmup >= 0");
+  Config c = load_config(a.config, a.overrides);
+  apply_threads(c.run);
+  const size_t workers = static_cast<size_t>(c.data.workers), batch_size = static_cast<size_t>(c.data.batch_size);
+  nlohmann::json out = {{"impl", "trainer"}, {"workers", workers}, {"batch", batch_size}};
+  double images_per_s = 0;
+  if (a.decode_only) {
+    if (c.data.kind != DataKind::imagenet) throw UsageError("bench data --decode-only needs data.kind imagenet");
+    const auto folder = open_image_folder(c.data, true, c.model.num_classes, 3);
+    size_t decoded = 0;
+    decode_rate(*folder, std::max<size_t>(1, workers), decoded);  // warms the page cache, as the pipeline's warmup
+    images_per_s = decode_rate(*folder, std::max<size_t>(1, workers), decoded);
+    out["mode"] = "decode_only";
+    out["images"] = decoded;
+  } else {
+    const auto source = make_source(c, Split::train);
+    auto bad = std::make_shared<BadSamples>("train", source->size(), c.data.max_bad_fraction, nullptr);
+    const auto norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, torch::kCPU);
+    const int64_t total = a.warmup + a.batches;
+    int64_t seen = 0, images = 0;
+    Clock::time_point start = Clock::now();
+    // Epochs follow each other as in training, each a new loader over the same source.
+    for (int64_t epoch = 0; seen < total; ++epoch) {
+      auto loader = make_loader(BatchDataset(source, false, {static_cast<uint64_t>(c.run.seed), epoch}, bad),
+                                EpochSampler({source->size(), batch_size, static_cast<uint64_t>(c.run.seed), epoch,
+                                              true, c.data.drop_last, 0}),
+                                batch_size, workers, static_cast<size_t>(c.data.prefetch));
+      for (ImageBatch& batch : *loader) {
+        // What a CPU training step does with the batch before the model: float, normalised, channels_last.
+        const auto x = to_model_input(batch.images, norm, c.model.channels_last);
+        if (++seen == a.warmup) start = Clock::now();
+        if (seen > a.warmup) images += x.size(0);
+        if (seen == total) break;
+      }
+    }
+    images_per_s = static_cast<double>(images) / std::chrono::duration<double>(Clock::now() - start).count();
+    out["mode"] = "pipeline";
+    out["images"] = images;
+    out["bad_images"] = bad->distinct();
+  }
+  out["images_per_s"] = images_per_s;
+  out["peak_rss_mib"] = peak_rss_mib();
+  if (a.json) {
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("%s: %.1f images/s (%lld images, %zu threads), peak RSS %.0f MiB\n",
+                a.decode_only ? "decode only (full size)" : "train pipeline", images_per_s,
+                static_cast<long long>(out["images"].get<int64_t>()), std::max<size_t>(1, workers), peak_rss_mib());
+  }
+  return 0;
+}
+
+}  // namespace trainer
