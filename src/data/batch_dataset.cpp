@@ -80,50 +80,18 @@ std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, 
 
 Normalization make_normalization(const std::vector<double>& mean, const std::vector<double>& std, int64_t channels,
                                  const torch::Device& device) {
-  auto at = [](const std::vector<double>& v, int64_t c) { return v.size() == 1 ? v[0] : v[static_cast<size_t>(c)]; };
-  std::vector<float> means, inv_stds, table;
-  for (int64_t c = 0; c < channels; ++c) {
-    means.push_back(static_cast<float>(255.0 * at(mean, c)));
-    inv_stds.push_back(static_cast<float>(1.0 / (255.0 * at(std, c))));
-    // The same float operations as the tensor path, so both give identical values.
-    for (int v = 0; v < 256; ++v) table.push_back((static_cast<float>(v) - means.back()) * inv_stds.back());
-  }
-  return {torch::tensor(means).view({1, channels, 1, 1}).to(device),
-          torch::tensor(inv_stds).view({1, channels, 1, 1}).to(device), std::move(table)};
-}
-
-namespace {
-
-// One pass from bytes to normalised floats through the per-channel table, on LibTorch's intra-op threads:
-// several times faster on a CPU than casting and then broadcasting a subtract and a multiply over [1, C, 1, 1].
-torch::Tensor normalize_on_cpu(const torch::Tensor& images, const std::vector<float>& table, bool channels_last) {
-  const auto src_tensor = images.contiguous();
-  const int64_t n = images.size(0), h = images.size(1), w = images.size(2), c = images.size(3);
-  const auto format = channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-  auto out = torch::empty({n, c, h, w}, torch::TensorOptions().dtype(torch::kFloat).memory_format(format));
-  const uint8_t* src = src_tensor.data_ptr<uint8_t>();
-  float* dst = out.data_ptr<float>();
-  const float* lut = table.data();
-  const int64_t plane = h * w;
-  at::parallel_for(0, n * plane, 16384, [&](int64_t begin, int64_t end) {
-    if (channels_last || c == 1) {  // the same order as NHWC bytes
-      for (int64_t p = begin; p < end; ++p)
-        for (int64_t k = 0; k < c; ++k) dst[p * c + k] = lut[k * 256 + src[p * c + k]];
-    } else {
-      for (int64_t p = begin; p < end; ++p) {
-        const int64_t image = p / plane, offset = p % plane;
-        for (int64_t k = 0; k < c; ++k) dst[(image * c + k) * plane + offset] = lut[k * 256 + src[p * c + k]];
-      }
+  auto per_channel = [&](const std::vector<double>& v, bool invert) {
+    std::vector<float> out;
+    for (int64_t c = 0; c < channels; ++c) {
+      const double x = v.size() == 1 ? v[0] : v[static_cast<size_t>(c)];
+      out.push_back(static_cast<float>(invert ? 1.0 / (255.0 * x) : 255.0 * x));
     }
-  });
-  return out;
+    return torch::tensor(out).view({1, channels, 1, 1}).to(device);
+  };
+  return {per_channel(mean, false), per_channel(std, true)};
 }
-
-}  // namespace
 
 torch::Tensor to_model_input(const torch::Tensor& images, const Normalization& norm, bool channels_last) {
-  if (images.device().is_cpu() && norm.mean.device().is_cpu() && !norm.table.empty())
-    return normalize_on_cpu(images, norm.table, channels_last);
   // permute() of NHWC is NCHW with channels_last strides, so the channels_last conversion is a plain cast.
   // The format is explicit either way: for one channel both layouts have the same bytes, and LibTorch would
   // otherwise guess from the strides which convolution path to take.

@@ -42,21 +42,6 @@ TEST(Normalization, HappensOnTheDeviceSideAsFloatNchw) {
   EXPECT_TRUE(torch::equal(cl, x));
 }
 
-TEST(Normalization, CpuTablePathEqualsTheTensorPathBitForBit) {
-  torch::manual_seed(3);
-  for (int64_t channels : {1, 3}) {
-    const auto images = torch::randint(0, 256, {3, 5, 7, channels}, torch::kUInt8);
-    const auto norm = make_normalization({0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, channels, torch::kCPU);
-    Normalization tensors_only = norm;
-    tensors_only.table.clear();  // the path a CUDA device takes
-    for (bool channels_last : {false, true}) {
-      const auto a = to_model_input(images, norm, channels_last), b = to_model_input(images, tensors_only, channels_last);
-      EXPECT_TRUE(torch::equal(a, b)) << channels << " channels, channels_last " << channels_last;
-      EXPECT_EQ(a.strides(), b.strides());
-    }
-  }
-}
-
 TEST(Subset, IsEvenlySpacedAndDeterministic) {
   auto source = std::make_shared<SyntheticSource>(100, ImageShape{2, 2, 1}, 10, 1);
   const auto subset = make_subset(source, 10);

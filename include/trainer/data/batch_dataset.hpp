@@ -49,7 +49,6 @@ std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, 
 struct Normalization {
   torch::Tensor mean;  // float [1, C, 1, 1], 0..255 scale
   torch::Tensor inv_std;
-  std::vector<float> table;  // CPU: the normalised value of every byte per channel, [C][256]
 };
 Normalization make_normalization(const std::vector<double>& mean, const std::vector<double>& std, int64_t channels,
                                  const torch::Device& device);
