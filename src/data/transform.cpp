@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainer/data/resample.hpp"
+
 namespace trainer {
 
 namespace {
@@ -25,6 +27,15 @@ std::pair<int, int> scaled_span(double start, double length, double factor, int 
   a = std::clamp(a, 0, limit - 1);
   b = std::clamp(b, a + 1, limit);
   return {a, b};
+}
+
+// plan.box of the source image as a view of `decoded`, which may be the source decoded at a reduced size.
+cv::Mat crop_of(const cv::Mat& decoded, int64_t source_height, int64_t source_width, const CropBox& box) {
+  const double fx = static_cast<double>(decoded.cols) / static_cast<double>(source_width);
+  const double fy = static_cast<double>(decoded.rows) / static_cast<double>(source_height);
+  const auto [x0, x1] = scaled_span(box.left, box.width, fx, decoded.cols);
+  const auto [y0, y1] = scaled_span(box.top, box.height, fy, decoded.rows);
+  return decoded(cv::Range(y0, y1), cv::Range(x0, x1));
 }
 
 }  // namespace
@@ -71,25 +82,36 @@ CropBox random_resized_crop(int64_t height, int64_t width, const TransformSpec& 
           static_cast<double>(h)};
 }
 
-CropBox resize_center_crop(int64_t height, int64_t width, const TransformSpec& spec) {
-  // torchvision's Resize(int): the shorter side becomes `resize`, the longer int(resize * long / short).
+namespace {
+
+// torchvision's Resize(int) then CenterCrop(size), in the resized image's pixels.
+ResizedCrop center_crop_of_resize(int64_t height, int64_t width, const TransformSpec& spec) {
+  // Resize: the shorter side becomes `resize`, the longer int(resize * long / short).
   const bool portrait = width <= height;
   const int64_t shorter = portrait ? width : height, longer = portrait ? height : width;
   const auto new_long = static_cast<int64_t>(static_cast<double>(spec.resize) * static_cast<double>(longer) /
                                              static_cast<double>(shorter));
-  const int64_t new_w = portrait ? spec.resize : new_long, new_h = portrait ? new_long : spec.resize;
-  // CenterCrop: offsets int(round((resized - size) / 2)); a crop larger than the image is not possible here
-  // since resize >= size.
-  const int64_t top = round_half_even(static_cast<double>(new_h - spec.size) / 2.0);
-  const int64_t left = round_half_even(static_cast<double>(new_w - spec.size) / 2.0);
-  const double fx = static_cast<double>(width) / static_cast<double>(new_w);
-  const double fy = static_cast<double>(height) / static_cast<double>(new_h);
-  return {static_cast<double>(left) * fx, static_cast<double>(top) * fy, static_cast<double>(spec.size) * fx,
+  ResizedCrop r;
+  r.width = portrait ? spec.resize : new_long;
+  r.height = portrait ? new_long : spec.resize;
+  // CenterCrop: offsets int(round((resized - size) / 2)); never negative since resize >= size.
+  r.top = round_half_even(static_cast<double>(r.height - spec.size) / 2.0);
+  r.left = round_half_even(static_cast<double>(r.width - spec.size) / 2.0);
+  return r;
+}
+
+}  // namespace
+
+CropBox resize_center_crop(int64_t height, int64_t width, const TransformSpec& spec) {
+  const ResizedCrop r = center_crop_of_resize(height, width, spec);
+  const double fx = static_cast<double>(width) / static_cast<double>(r.width);
+  const double fy = static_cast<double>(height) / static_cast<double>(r.height);
+  return {static_cast<double>(r.left) * fx, static_cast<double>(r.top) * fy, static_cast<double>(spec.size) * fx,
           static_cast<double>(spec.size) * fy};
 }
 
 SamplePlan plan_sample(const TransformSpec& spec, int64_t height, int64_t width, uint64_t sample_seed) {
-  if (!spec.train) return {resize_center_crop(height, width, spec), false};
+  if (!spec.train) return {resize_center_crop(height, width, spec), false, center_crop_of_resize(height, width, spec)};
   SplitMix64 rng(sample_seed);
   SamplePlan plan;
   plan.box = random_resized_crop(height, width, spec, rng);
@@ -107,24 +129,25 @@ int decode_reduction(const SamplePlan& plan, const TransformSpec& spec) {
 
 void render(const cv::Mat& decoded, int64_t source_height, int64_t source_width, const SamplePlan& plan,
             const TransformSpec& spec, cv::Mat& out) {
-  const double fx = static_cast<double>(decoded.cols) / static_cast<double>(source_width);
-  const double fy = static_cast<double>(decoded.rows) / static_cast<double>(source_height);
-  const auto [x0, x1] = scaled_span(plan.box.left, plan.box.width, fx, decoded.cols);
-  const auto [y0, y1] = scaled_span(plan.box.top, plan.box.height, fy, decoded.rows);
-  const cv::Mat crop = decoded(cv::Range(y0, y1), cv::Range(x0, x1));
-  const int size = static_cast<int>(spec.size);
-  int flag = cv::INTER_LINEAR;
-  switch (spec.interpolation) {
-    case Interpolation::bilinear:
-      // PIL's bilinear filter widens with the shrink factor (antialiasing); OpenCV's area mode is the
-      // equivalent when shrinking, plain bilinear when enlarging.
-      flag = crop.cols >= size && crop.rows >= size ? cv::INTER_AREA : cv::INTER_LINEAR;
-      break;
-    case Interpolation::bicubic: flag = cv::INTER_CUBIC; break;
-    case Interpolation::nearest: flag = cv::INTER_NEAREST; break;
+  const bool rgb = out.channels() == 3;
+  if (spec.interpolation != Interpolation::nearest) {
+    const ResampleFilter filter =
+        spec.interpolation == Interpolation::bicubic ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+    const ResizedCrop& r = plan.resized;
+    if (r.width > 0) {
+      // Eval: torchvision resizes the whole image, then crops; sample only the kept pixels of that resize.
+      resample(decoded, filter, {r.left, static_cast<double>(decoded.cols) / static_cast<double>(r.width)},
+               {r.top, static_cast<double>(decoded.rows) / static_cast<double>(r.height)}, plan.flip, rgb, out);
+    } else {
+      // Train: torchvision crops, then resizes the crop (which sees no pixel outside it).
+      const cv::Mat crop = crop_of(decoded, source_height, source_width, plan.box);
+      resample(crop, filter, {0, static_cast<double>(crop.cols) / static_cast<double>(out.cols)},
+               {0, static_cast<double>(crop.rows) / static_cast<double>(out.rows)}, plan.flip, rgb, out);
+    }
+    return;
   }
-  cv::resize(crop, out, cv::Size(size, size), 0, 0, flag);
-  if (out.channels() == 3) cv::cvtColor(out, out, cv::COLOR_BGR2RGB);
+  cv::resize(crop_of(decoded, source_height, source_width, plan.box), out, out.size(), 0, 0, cv::INTER_NEAREST);
+  if (rgb) cv::cvtColor(out, out, cv::COLOR_BGR2RGB);
   if (plan.flip) cv::flip(out, out, 1);
 }
 

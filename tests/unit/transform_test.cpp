@@ -92,7 +92,7 @@ TEST(ResizeCenterCrop, MatchesTorchvisionsResizeThenCenterCrop) {
 
 TEST(DecodeReduction, PicksTheLargestScaleThatKeepsTheCropAtTheOutputSize) {
   TransformSpec spec = train_spec();
-  auto reduction = [&](double w, double h) { return decode_reduction({{0, 0, w, h}, false}, spec); };
+  auto reduction = [&](double w, double h) { return decode_reduction({{0, 0, w, h}, false, {}}, spec); };
   EXPECT_EQ(reduction(2000, 1800), 8);
   EXPECT_EQ(reduction(1000, 900), 4);   // 1000/8 = 125 < 224, 900/4 = 225 >= 224
   EXPECT_EQ(reduction(448, 448), 2);
@@ -111,14 +111,14 @@ TEST(Render, CropsTheBoxAtAnyDecodeScaleFlipsAndTurnsBgrIntoRgb) {
   cv::Mat half;
   cv::resize(full, half, cv::Size(4, 4), 0, 0, cv::INTER_AREA);
   cv::Mat out(4, 4, CV_8UC3);
-  const SamplePlan right{{4, 0, 4, 8}, false};
+  const SamplePlan right{{4, 0, 4, 8}, false, {}};
   for (const cv::Mat* decoded : {&full, &half}) {
     render(*decoded, 8, 8, right, spec, out);
     for (int r = 0; r < 4; ++r)
       for (int c = 0; c < 4; ++c) ASSERT_EQ(out.at<cv::Vec3b>(r, c), cv::Vec3b(255, 0, 0)) << "red, as RGB";
   }
   const uchar* data = out.data;
-  render(full, 8, 8, {{0, 0, 8, 8}, true}, spec, out);
+  render(full, 8, 8, {{0, 0, 8, 8}, true, {}}, spec, out);
   EXPECT_EQ(out.data, data) << "rendered in place";
   EXPECT_EQ(out.at<cv::Vec3b>(0, 0), cv::Vec3b(255, 0, 0)) << "flipped: red on the left";
   EXPECT_EQ(out.at<cv::Vec3b>(0, 3), cv::Vec3b(0, 0, 255));

@@ -35,8 +35,8 @@ inline const EnumTable<DataKind>& data_kinds() {
   return table;
 }
 
-// How a crop is resized to the output size. bilinear follows PIL's antialiased bilinear (what torchvision uses
-// on PIL images): area averaging when shrinking, bilinear when enlarging.
+// How a crop is resized to the output size. bilinear and bicubic are Pillow's filters, bit for bit (what
+// torchvision uses on PIL images, antialiased when shrinking); nearest is OpenCV's.
 enum class Interpolation { bilinear, bicubic, nearest };
 inline const EnumTable<Interpolation>& interpolations() {
   static const EnumTable<Interpolation> table{

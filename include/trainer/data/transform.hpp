@@ -36,9 +36,16 @@ struct CropBox {
   double left = 0, top = 0, width = 0, height = 0;
 };
 
+// An eval sample is the crop at (left, top) of the whole image resized to width x height; rendering samples
+// exactly those pixels of that resize. Train crops leave it zero.
+struct ResizedCrop {
+  int64_t width = 0, height = 0, left = 0, top = 0;
+};
+
 struct SamplePlan {
   CropBox box;
   bool flip = false;
+  ResizedCrop resized;
 };
 
 // torchvision's RandomResizedCrop.get_params: 10 attempts at a random area and log-uniform aspect ratio, then
@@ -57,7 +64,7 @@ int decode_reduction(const SamplePlan& plan, const TransformSpec& spec);
 
 // Crops plan.box out of `decoded` (the source image, possibly decoded at a reduced size: the box is scaled by
 // decoded/source), resizes it into `out` (spec.size x spec.size, already allocated), flips if planned, and
-// turns OpenCV's BGR into RGB.
+// turns OpenCV's BGR into RGB. At full decode size the pixels equal torchvision's PIL transforms.
 void render(const cv::Mat& decoded, int64_t source_height, int64_t source_width, const SamplePlan& plan,
             const TransformSpec& spec, cv::Mat& out);
 

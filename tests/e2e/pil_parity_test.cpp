@@ -1,0 +1,122 @@
+// The image transforms give torchvision's pixels: for the same crop and flip (train) or the same resize and
+// center crop (eval), render() of a decoded image equals torchvision.transforms.functional on the PIL image,
+// byte for byte, with the bilinear and bicubic filters, in RGB and grayscale. Needs Debian's
+// python3-torchvision (scripts/setup.sh installs it); skipped with a message when it is absent.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "e2e/e2e_support.hpp"
+#include "trainer/data/image_decode.hpp"
+#include "trainer/data/transform.hpp"
+
+namespace trainer {
+namespace {
+
+using testing::TempDir;
+
+bool pil_available() {
+  static const bool available =
+      testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import PIL, torchvision'").exit_code == 0;
+  return available;
+}
+
+// Smooth gradients with noise and a sharp edge: shrinking without antialiasing, or any rounding difference,
+// changes some of these pixels.
+cv::Mat test_image(int rows, int cols, int channels) {
+  cv::Mat image(rows, cols, CV_8UC(channels));
+  cv::RNG rng(12345);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      for (int ch = 0; ch < channels; ++ch) {
+        const int edge = (c / 9 + r / 7) % 2 == 0 ? 60 : 0;
+        const int v = (r * 255 / rows + c * (ch + 1) * 97 / cols + edge) % 256 + rng.uniform(-20, 21);
+        image.ptr<uint8_t>(r)[c * channels + ch] = cv::saturate_cast<uint8_t>(v);
+      }
+  return image;
+}
+
+struct Case {
+  nlohmann::json json;
+  TransformSpec spec;
+  SamplePlan plan;
+};
+
+std::vector<Case> cases(int64_t rows, int64_t cols) {
+  std::vector<Case> out;
+  for (const std::string filter : {"bilinear", "bicubic"}) {
+    const Interpolation interpolation = filter == "bilinear" ? Interpolation::bilinear : Interpolation::bicubic;
+    // Train: a whole-image shrink by 3.3x, a flipped fractional shrink, an enlargement, a crop at output size.
+    const std::vector<std::array<int64_t, 5>> boxes = {
+        {0, 0, cols, rows, 0}, {13, 7, 100, 80, 1}, {50, 40, 30, 20, 1}, {20, 30, 64, 64, 0}};
+    for (const auto& [left, top, width, height, flip] : boxes) {
+      Case c;
+      c.spec.size = 64;
+      c.spec.interpolation = interpolation;
+      c.plan = {{static_cast<double>(left), static_cast<double>(top), static_cast<double>(width),
+                 static_cast<double>(height)},
+                flip != 0,
+                {}};
+      c.json = {{"kind", "train"}, {"left", left}, {"top", top}, {"width", width}, {"height", height},
+                {"size", 64}, {"flip", flip != 0}, {"filter", filter}};
+      out.push_back(c);
+    }
+    // Eval: shrink then crop, and enlarge then crop.
+    for (const auto& [resize, size] : std::vector<std::pair<int64_t, int64_t>>{{73, 64}, {256, 224}}) {
+      Case c;
+      c.spec.train = false;
+      c.spec.size = size;
+      c.spec.resize = resize;
+      c.spec.interpolation = interpolation;
+      c.plan = plan_sample(c.spec, rows, cols, 0);
+      c.json = {{"kind", "eval"}, {"resize", resize}, {"size", size}, {"filter", filter}};
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+class PilParity : public ::testing::TestWithParam<int> {};
+
+TEST_P(PilParity, RenderEqualsTorchvisionOnPilImagesByteForByte) {
+  if (!pil_available())
+    GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON
+                 << "; install python3-torchvision (scripts/setup.sh does) to compare with its PIL transforms";
+  const int channels = GetParam();
+  TempDir dir;
+  const std::filesystem::path image_path = dir / "image.png";
+  ASSERT_TRUE(cv::imwrite(image_path.string(), test_image(157, 211, channels)));
+  const auto bytes = read_file_bytes(image_path);
+  const cv::Mat decoded = decode_image(bytes, probe_image(bytes), channels, 1, image_path);
+  const std::vector<Case> all = cases(decoded.rows, decoded.cols);
+  nlohmann::json list = nlohmann::json::array();
+  for (const Case& c : all) list.push_back(c.json);
+  testing::write_text(dir / "cases.json", list.dump());
+  const auto python = testing::run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
+                                           "/tests/interop/pil_transforms.py " + image_path.string() + " " +
+                                           (dir / "cases.json").string() + " " + dir.path().string());
+  ASSERT_EQ(python.exit_code, 0) << python.output;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Case& c = all[i];
+    const int size = static_cast<int>(c.spec.size);
+    cv::Mat out(size, size, CV_8UC(channels));
+    render(decoded, decoded.rows, decoded.cols, c.plan, c.spec, out);
+    const auto expected = read_file_bytes(dir / ("case_" + std::to_string(i) + ".raw"));
+    ASSERT_EQ(expected.size(), out.total() * out.elemSize()) << c.json.dump();
+    size_t differing = 0;
+    int worst = 0;
+    for (size_t j = 0; j < expected.size(); ++j) {
+      const int d = std::abs(static_cast<int>(expected[j]) - static_cast<int>(out.data[j]));
+      differing += d != 0;
+      worst = std::max(worst, d);
+    }
+    EXPECT_EQ(differing, 0u) << c.json.dump() << ": " << differing << " of " << expected.size()
+                             << " bytes differ, by up to " << worst;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, PilParity, ::testing::Values(3, 1),
+                         [](const ::testing::TestParamInfo<int>& info) { return info.param == 3 ? "rgb" : "gray"; });
+
+}  // namespace
+}  // namespace trainer
