@@ -42,6 +42,20 @@ TEST(Normalization, HappensOnTheDeviceSideAsFloatNchw) {
   EXPECT_TRUE(torch::equal(cl, x));
 }
 
+TEST(Normalization, TheOnePassCpuPathGivesTheTensorOpsBits) {
+  torch::manual_seed(5);
+  for (int64_t channels : {1, 3}) {
+    const auto images = torch::randint(0, 256, {3, 9, 11, channels}, torch::kUInt8);  // blocks and a tail
+    const auto norm = make_normalization({0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, channels, torch::kCPU);
+    const auto reference = (images.permute({0, 3, 1, 2}).to(torch::kFloat) - norm.mean) * norm.inv_std;
+    for (bool channels_last : {false, true}) {
+      const auto x = to_model_input(images, norm, channels_last);
+      EXPECT_TRUE(x.is_contiguous(channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous));
+      EXPECT_TRUE(torch::equal(x, reference)) << channels << " channels, channels_last " << channels_last;
+    }
+  }
+}
+
 TEST(Subset, IsEvenlySpacedAndDeterministic) {
   auto source = std::make_shared<SyntheticSource>(100, ImageShape{2, 2, 1}, 10, 1);
   const auto subset = make_subset(source, 10);
