@@ -6,11 +6,12 @@
 # the ceiling. The folder is built once from scikit-image's sample photographs (Debian's python3-skimage: the
 # package is downloaded and unpacked, not installed) by make_photo_folder.py. Each side runs RUNS times
 # (default 3), taking turns to go first; prints every run, then medians, ratios and peak RSS.
-#   scripts/bench/compare_data_pipeline.sh [RUNS]        BATCHES=20 WORKERS=2 PER_CLASS=50
+#   scripts/bench/compare_data_pipeline.sh [RUNS]        BATCHES=60 WARMUP=8 WORKERS=2 PER_CLASS=50
+# (the warmup batches let both sides reach their steady state: heaps grown, workers started, files cached)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-3}"
-batches="${BATCHES:-20}"; workers="${WORKERS:-2}"; per_class="${PER_CLASS:-50}"
+batches="${BATCHES:-60}"; warmup="${WARMUP:-8}"; workers="${WORKERS:-2}"; per_class="${PER_CLASS:-50}"
 trainer=build/release/trainer
 [[ -x $trainer ]] || { echo "build first: scripts/build.sh release --target trainer" >&2; exit 1; }
 work=build/bench-data
@@ -39,8 +40,8 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(
 
 ours=(); theirs=(); decode=(); our_rss=(); their_rss=(); worker_rss=()
 for i in $(seq "$runs"); do
-  run_ours() { c=$("$trainer" bench data --config "$config" --batches "$batches" --json); }
-  run_theirs() { p=$(/usr/bin/python3 scripts/bench/data_pipeline.py "$root" --workers "$workers" --batches "$batches"); }
+  run_ours() { c=$("$trainer" bench data --config "$config" --warmup "$warmup" --batches "$batches" --json); }
+  run_theirs() { p=$(/usr/bin/python3 scripts/bench/data_pipeline.py "$root" --workers "$workers" --warmup "$warmup" --batches "$batches"); }
   if (( i % 2 )); then run_ours; run_theirs; else run_theirs; run_ours; fi
   d=$("$trainer" bench data --config "$config" --decode-only --json)
   ours+=("$(field "$c" images_per_s)"); theirs+=("$(field "$p" images_per_s)"); decode+=("$(field "$d" images_per_s)")

@@ -111,5 +111,29 @@ TEST(ImageNetLayout, LayoutMistakesAreExit2BeforeTraining) {
       << r.output;
 }
 
+TEST(ImageNetLayout, BenchDataTimesThePipelineAndTheDecodeCeiling) {
+  FolderRun run;  // 12 train images, batches of 4, 3 per epoch: 5 batches cross an epoch boundary
+  auto r = trainer_cli("bench data --config " + run.config.string() + " --warmup 1 --batches 5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  json out = json::parse(r.output.substr(r.output.rfind('{')));
+  EXPECT_EQ(out["mode"], "pipeline");
+  EXPECT_EQ(out["images"], 20);
+  EXPECT_EQ(out["bad_images"], 0);
+  EXPECT_GT(out["images_per_s"].get<double>(), 0.0);
+  EXPECT_GE(out["normalize_ms_per_batch"].get<double>(), 0.0);
+  r = trainer_cli("bench data --config " + run.config.string() + " --decode-only --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  out = json::parse(r.output.substr(r.output.rfind('{')));
+  EXPECT_EQ(out["mode"], "decode_only");
+  EXPECT_EQ(out["images"], 12);
+  EXPECT_GT(out["images_per_s"].get<double>(), 0.0);
+  r = trainer_cli("bench data --config " + run.config.string() + " --batches 0");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--batches must be >= 1"), std::string::npos) << r.output;
+  r = trainer_cli("bench data --config " + run.config.string() + " --decode-only --set data.kind=synthetic --set data.synthetic.channels=3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--decode-only needs data.kind imagenet"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace trainer
