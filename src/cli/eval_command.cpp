@@ -28,15 +28,16 @@ int run_eval(const EvalArgs& args) {
   auto logs = make_run_logs({});
   auto bad = std::make_shared<BadSamples>("eval", data->size(), c.data.max_bad_fraction, logs.main);
   const EvalResult r = evaluate(*model, data, eval_options(c, device, bad));
-  if (const size_t replaced = bad->take_replaced())
-    logs.main->warn("{} unreadable image(s) were replaced by other images; the figures include those replacements", replaced);
+  if (r.dropped)
+    logs.main->warn("{} unreadable image(s) left out; the figures cover the other {}", r.dropped, r.count);
   std::printf("eval %s (epoch %lld): %lld images, loss %.4f, top1 %.4f (%lld), top5 %.4f (%lld), %.1fs\n",
               args.checkpoint.c_str(), static_cast<long long>(checkpoint.meta().epoch), static_cast<long long>(r.count),
               r.loss(), r.top1(), static_cast<long long>(r.correct1), r.top5(), static_cast<long long>(r.correct5),
               r.seconds);
   if (!args.output.empty()) {
     const nlohmann::json j = {{"checkpoint", args.checkpoint}, {"epoch", checkpoint.meta().epoch},
-                              {"images", r.count},             {"loss", r.loss()},
+                              {"images", r.count},             {"unreadable", r.dropped},
+                              {"loss", r.loss()},
                               {"top1", r.top1()},              {"top5", r.top5()},
                               {"correct1", r.correct1},        {"correct5", r.correct5}};
     const std::string text = j.dump(2) + "\n";

@@ -12,9 +12,9 @@ BadSamples::BadSamples(std::string split, size_t split_size, double max_fraction
 
 void BadSamples::record(size_t index, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ++replaced_;
+  ++failed_reads_;
   if (!bad_.insert(index).second) return;  // already logged
-  if (log_) log_->warn("{} sample {} skipped and replaced: {}", split_, index, reason);
+  if (log_) log_->warn("{} sample {} skipped: {}", split_, index, reason);
   const auto allowed = static_cast<size_t>(std::floor(max_fraction_ * static_cast<double>(split_size_)));
   if (bad_.size() > allowed)
     throw DataError(std::to_string(bad_.size()) + " of the " + std::to_string(split_size_) + " " + split_ +
@@ -22,10 +22,10 @@ void BadSamples::record(size_t index, const std::string& reason) {
                     ", " + std::to_string(allowed) + " images) allows; the latest: " + reason);
 }
 
-size_t BadSamples::take_replaced() {
+size_t BadSamples::take_failed_reads() {
   std::lock_guard<std::mutex> lock(mutex_);
-  const size_t n = replaced_;
-  replaced_ = 0;
+  const size_t n = failed_reads_;
+  failed_reads_ = 0;
   return n;
 }
 

@@ -23,12 +23,13 @@ std::string without_prefix(const std::string& what) {
 }  // namespace
 
 BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context,
-                           std::shared_ptr<BadSamples> bad)
+                           std::shared_ptr<BadSamples> bad, BadSlot bad_slot)
     : source_(std::move(source)),
       shape_(source_->shape()),
       pin_memory_(pin_memory),
       context_(context),
-      bad_(std::move(bad)) {}
+      bad_(std::move(bad)),
+      bad_slot_(bad_slot) {}
 
 ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
   const auto n = static_cast<int64_t>(indices.size());
@@ -45,6 +46,7 @@ ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
     cv::Mat slot(h, w, type, out + static_cast<size_t>(b) * sample_bytes);
     const size_t wanted = indices[static_cast<size_t>(b)];
     size_t index = wanted;
+    bool dropped = false;
     for (int attempt = 1;; ++attempt) {
       try {
         source_->read_into(index, context_, slot);
@@ -52,6 +54,11 @@ ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
       } catch (const DataError& e) {
         if (!bad_) throw;
         bad_->record(index, without_prefix(e.what()));
+        if (bad_slot_ == BadSlot::drop) {
+          slot.setTo(cv::Scalar::all(0));
+          dropped = true;
+          break;
+        }
         if (attempt == kReplacementAttempts)
           throw DataError("sample " + std::to_string(wanted) + " and " + std::to_string(attempt - 1) +
                           " replacements could not be read; the last: " + without_prefix(e.what()));
@@ -62,7 +69,7 @@ ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
     }
     if (slot.data != out + static_cast<size_t>(b) * sample_bytes)
       throw std::logic_error("image source reallocated the batch slot of sample " + std::to_string(wanted));
-    labels[b] = source_->label(index);
+    labels[b] = dropped ? kDroppedLabel : source_->label(index);
   }
   return batch;
 }

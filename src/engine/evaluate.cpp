@@ -22,11 +22,14 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   const size_t n = data->size();
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
   EpochSampler sampler({n, options.batch_size, 0, 0, /*shuffle=*/false, /*drop_last=*/false, 0});
-  auto loader = make_loader(BatchDataset(data, options.device.is_cuda(), {}, options.bad), std::move(sampler),
+  // Unreadable images are dropped, not replaced: a duplicate of another image would bias the figures.
+  auto loader = make_loader(BatchDataset(data, options.device.is_cuda(), {}, options.bad, BadSlot::drop),
+                            std::move(sampler),
                             options.batch_size, options.workers, options.prefetch);
   // Counts accumulate on the device: one synchronisation at the end, not one per batch.
   auto options_i64 = torch::TensorOptions().dtype(torch::kInt64).device(options.device);
   torch::Tensor correct1 = torch::zeros({}, options_i64), correct5 = torch::zeros({}, options_i64);
+  torch::Tensor counted = torch::zeros({}, options_i64);
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(options.device));
   EvalResult result;
   try {  // see fit(): unwrap errors from loader threads
@@ -34,17 +37,23 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
       const auto x = to_model_input(batch.images, options.norm, options.channels_last);
       const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
       const auto logits = model.forward(x).to(torch::kFloat);
-      loss_sum += torch::nn::functional::cross_entropy(
-                      logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+      // A dropped slot (label kDroppedLabel) adds no loss, matches no class and is not counted.
+      loss_sum += torch::nn::functional::cross_entropy(logits, y,
+                                                       torch::nn::functional::CrossEntropyFuncOptions()
+                                                           .reduction(torch::kSum)
+                                                           .ignore_index(kDroppedLabel))
                       .to(torch::kDouble);
       const auto hits = std::get<1>(logits.topk(k, 1)).eq(y.unsqueeze(1));
       correct1 += hits.select(1, 0).sum();
       correct5 += hits.any(1).sum();
-      result.count += y.size(0);
+      counted += y.ne(kDroppedLabel).sum();
+      result.read += y.size(0);
     }
   } catch (const torch::data::WorkerException& e) {
     std::rethrow_exception(e.original_exception);
   }
+  result.count = counted.item<int64_t>();
+  result.dropped = result.read - result.count;
   result.correct1 = correct1.item<int64_t>();
   result.correct5 = correct5.item<int64_t>();
   result.loss_sum = loss_sum.item<double>();

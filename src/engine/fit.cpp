@@ -145,7 +145,7 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
     log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%", epoch + 1,
              c.train.epochs, epoch_seconds, train_loss, train_top1, epoch_speed,
              100.0 * whole.data_wait / std::max(1e-9, whole.data_wait + whole.compute));
-    if (const size_t replaced = s.train_bad->take_replaced())
+    if (const size_t replaced = s.train_bad->take_failed_reads())
       log.warn("epoch {}: {} unreadable training image(s) replaced by others ({} distinct so far)", epoch + 1,
                replaced, s.train_bad->distinct());
     if (s.metrics)
@@ -158,16 +158,16 @@ FitResult fit(Session& s, std::optional<int64_t> stop_after_epoch) {
     bool improved = false;
     if (s.state.epoch % c.train.eval_every == 0 || final_epoch) {
       const EvalResult r = evaluate(*s.model, s.eval_data, eval_options(c, s.device, s.eval_bad));
-      if (const size_t replaced = s.eval_bad->take_replaced())
-        log.warn("eval epoch {}: {} unreadable image(s) were replaced by other images; the figures include those replacements",
-                 s.state.epoch, replaced);
+      if (r.dropped)
+        log.warn("eval epoch {}: {} unreadable image(s) left out; the figures cover the other {}", s.state.epoch,
+                 r.dropped, r.count);
       improved = r.top1() > s.state.best_top1;
       if (improved) s.state.best_top1 = r.top1();
       log.info("eval epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} in {:.1f}s{}", s.state.epoch, r.loss(),
                r.top1(), r.correct1, r.count, r.top5(), r.seconds, improved ? " (best)" : "");
       if (s.metrics)
         s.metrics->write({"eval", s.state.epoch, s.state.step, lr, r.loss(), r.top1(), r.top5(),
-                          static_cast<double>(r.count) / r.seconds, MetricsRow::none, r.seconds});
+                          static_cast<double>(r.read) / r.seconds, MetricsRow::none, r.seconds});
       result.last_eval = r;
       s.model->train();
     }

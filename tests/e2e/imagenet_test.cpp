@@ -79,11 +79,19 @@ TEST(ImageNetLayout, BadImagesAreSkippedAndLoggedOrStopTheRunPastTheLimit) {
   write_text(bad, "this is not a JPEG");
   const auto ok = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "ok").string());
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
-  EXPECT_NE(ok.output.find("skipped and replaced: " + bad.string() + ": cannot decode"), std::string::npos)
+  EXPECT_NE(ok.output.find("skipped: " + bad.string() + ": cannot decode"), std::string::npos)
       << ok.output;
   EXPECT_NE(ok.output.find("epoch 1: 1 unreadable training image(s) replaced by others (1 distinct so far)"),
             std::string::npos)
       << ok.output;
+  // Eval leaves an unreadable val image out of its figures.
+  write_text(run.dir / "imagenet" / "val" / "ILSVRC2012_val_2.JPEG", "truncated");
+  const auto e = trainer_cli("eval --checkpoint " + (run.dir / "ok" / "last.pt").string() +
+                             " --set data.max_bad_fraction=0.2");
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_NE(e.output.find("1 unreadable image(s) left out; the figures cover the other 5"), std::string::npos)
+      << e.output;
+  EXPECT_NE(e.output.find(": 5 images, loss"), std::string::npos) << e.output;
   const auto stop = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "stop").string() +
                                 " --set data.max_bad_fraction=0");
   EXPECT_EQ(stop.exit_code, 2) << stop.output;

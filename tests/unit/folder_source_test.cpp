@@ -7,6 +7,8 @@
 #include "trainer/data/batch_dataset.hpp"
 #include "trainer/data/folder_source.hpp"
 #include "trainer/data/image_decode.hpp"
+#include "trainer/engine/evaluate.hpp"
+#include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -141,8 +143,8 @@ TEST(FolderSource, BadImagesAreReplacedCountedAndLimited) {
   auto bad = std::make_shared<BadSamples>("train", train->size(), 0.2, nullptr);
   const ImageBatch batch = BatchDataset(train, false, {3, 1}, bad).get_batch(all);
   EXPECT_EQ(bad->distinct(), 2u);
-  EXPECT_EQ(bad->take_replaced(), 2u);
-  EXPECT_EQ(bad->take_replaced(), 0u);
+  EXPECT_EQ(bad->take_failed_reads(), 2u);
+  EXPECT_EQ(bad->take_failed_reads(), 0u);
   // The replacement of sample 0 is another sample, rendered and labelled as that sample.
   const ImageBatch again = BatchDataset(train, false, {3, 1}, bad).get_batch(all);
   EXPECT_TRUE(torch::equal(batch.images, again.images)) << "replacements are deterministic";
@@ -163,6 +165,55 @@ TEST(FolderSource, BadImagesAreReplacedCountedAndLimited) {
   EXPECT_NE(error.find("img2.JPEG: truncated JPEG"), std::string::npos) << error;
   EXPECT_NE(data_error([&] { BatchDataset(train, false).get_batch({0}); }).find("img0.JPEG: cannot decode"),
             std::string::npos);
+}
+
+TEST(FolderSource, EvalDropsUnreadableImagesInsteadOfCountingDuplicates) {
+  TempDir dir;
+  testing::write_image_folder(dir.path(), {3, 2, 4, false});  // val/<class>/: removing a file removes its entry
+  const fs::path corrupt = dir / "val" / "n1" / "ILSVRC2012_val_6.JPEG";
+  testing::write_text(corrupt, "not an image");
+  const DataConfig d = folder_config(dir.path());
+  const auto val = open_image_folder(d, false, 3, 3);
+  ASSERT_EQ(val->size(), 12u);
+
+  // BadSlot::drop: the slot is zeroed and labelled kDroppedLabel; the failure is recorded once.
+  std::vector<size_t> all(12);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  auto bad = std::make_shared<BadSamples>("eval", val->size(), 0.2, nullptr);
+  const ImageBatch batch = BatchDataset(val, false, {}, bad, BadSlot::drop).get_batch(all);
+  EXPECT_EQ(bad->distinct(), 1u);
+  int64_t dropped_slot = -1;
+  for (int64_t b = 0; b < 12; ++b)
+    if (batch.labels[b].item<int64_t>() == kDroppedLabel) dropped_slot = b;
+  ASSERT_GE(dropped_slot, 0);
+  EXPECT_EQ(val->label(static_cast<size_t>(dropped_slot)), 1);
+  EXPECT_EQ(batch.images[dropped_slot].sum().item<int64_t>(), 0);
+
+  // evaluate() over the folder with the bad file gives the figures of the folder without it.
+  ModelConfig m;
+  m.arch = "resnet18";
+  m.stem = StemKind::small;
+  m.num_classes = 3;
+  m.in_channels = 3;
+  torch::manual_seed(3);
+  auto model = build_model(m, val->shape());
+  EvalOptions options;
+  options.batch_size = 5;  // the dropped slot sits inside a batch, not at its end
+  options.norm = make_normalization({0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, 3, torch::kCPU);
+  options.bad = std::make_shared<BadSamples>("eval", val->size(), 0.2, nullptr);
+  const EvalResult with_bad = evaluate(*model, val, options);
+  fs::remove(corrupt);
+  options.bad = nullptr;
+  const EvalResult without = evaluate(*model, open_image_folder(d, false, 3, 3), options);
+  EXPECT_EQ(with_bad.count, 11);
+  EXPECT_EQ(with_bad.dropped, 1);
+  EXPECT_EQ(with_bad.read, 12);
+  EXPECT_EQ(without.count, 11);
+  EXPECT_EQ(without.dropped, 0);
+  EXPECT_EQ(with_bad.correct1, without.correct1);
+  EXPECT_EQ(with_bad.correct5, without.correct5);
+  EXPECT_NEAR(with_bad.loss_sum, without.loss_sum, 1e-4 * std::abs(without.loss_sum));
+  EXPECT_GT(with_bad.loss_sum, 0.0);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // The record of unreadable samples of one split, shared by its loader threads. A bad sample is logged once
-// (with the reason, which names the file), replaced in its batch, and counted; once more than
+// (with the reason, which names the file), counted, and replaced or dropped by its batch; once more than
 // data.max_bad_fraction of the split has failed, the next failure stops the run.
 //   auto bad = std::make_shared<BadSamples>("train", source->size(), 0.001, logger);
-//   BatchDataset ds(source, pin, {seed, epoch}, bad);   ...   size_t n = bad->take_replaced();
+//   BatchDataset ds(source, pin, {seed, epoch}, bad);   ...   size_t n = bad->take_failed_reads();
 #pragma once
 
 #include <spdlog/logger.h>
@@ -24,8 +24,8 @@ class BadSamples {
   // the allowed share of the split.
   void record(size_t index, const std::string& reason);
 
-  // Replacements made since the last call (per epoch, for the epoch summary).
-  size_t take_replaced();
+  // Failed reads since the last call (per epoch, for the epoch summary), repeats of a sample included.
+  size_t take_failed_reads();
   size_t distinct() const;
 
  private:
@@ -35,7 +35,7 @@ class BadSamples {
   std::shared_ptr<spdlog::logger> log_;
   mutable std::mutex mutex_;
   std::unordered_set<size_t> bad_;
-  size_t replaced_ = 0;
+  size_t failed_reads_ = 0;
 };
 
 }  // namespace trainer

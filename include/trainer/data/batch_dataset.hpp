@@ -1,7 +1,9 @@
 // Batches for LibTorch's DataLoader: each worker writes its samples straight into one uint8 NHWC tensor
 // (pinned when the model is on CUDA); normalisation happens later, on the device (see to_model_input).
-// A sample that cannot be read is recorded in `bad` and its slot filled with another sample, chosen by
-// (seed, epoch, index), so batches stay full and deterministic; without `bad` the error propagates.
+// A sample that cannot be read is recorded in `bad`; for training its slot is filled with another sample,
+// chosen by (seed, epoch, index), so batches stay full and deterministic; for evaluation (BadSlot::drop) the
+// slot is zeroed and labelled kDroppedLabel, so that metrics leave it out instead of counting a duplicate.
+// Without `bad` the error propagates.
 //   BatchDataset ds(source, /*pin_memory=*/false, {seed, epoch}, bad);
 //   auto loader = make_loader(ds, EpochSampler({...}), batch_size, /*workers=*/2, /*prefetch=*/4);
 //   for (ImageBatch& b : *loader) { auto x = to_model_input(b.images, norm); ... }
@@ -23,10 +25,14 @@ struct ImageBatch {
   torch::Tensor labels;  // int64 [B]
 };
 
+// Label of a slot whose image could not be read under BadSlot::drop.
+constexpr int64_t kDroppedLabel = -1;
+enum class BadSlot { replace, drop };
+
 class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, ImageBatch, std::vector<size_t>> {
  public:
   BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context = {},
-               std::shared_ptr<BadSamples> bad = nullptr);
+               std::shared_ptr<BadSamples> bad = nullptr, BadSlot bad_slot = BadSlot::replace);
   ImageBatch get_batch(std::vector<size_t> indices) override;
   torch::optional<size_t> size() const override { return source_->size(); }
 
@@ -36,6 +42,7 @@ class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, Im
   bool pin_memory_;
   ReadContext context_;
   std::shared_ptr<BadSamples> bad_;
+  BadSlot bad_slot_;
 };
 
 using Loader = torch::data::StatelessDataLoader<BatchDataset, EpochSampler>;

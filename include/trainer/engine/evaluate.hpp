@@ -1,4 +1,5 @@
 // Evaluation over a whole split with exact counts: loss, top-1 and top-5 (top-k for fewer than 5 classes).
+// Unreadable images (with EvalOptions::bad) are left out of the figures and counted in `dropped`.
 //   EvalResult r = evaluate(*model, eval_source, {256, 2, device, norm});
 #pragma once
 
@@ -23,7 +24,9 @@ struct EvalOptions {
 };
 
 struct EvalResult {
-  int64_t count = 0;
+  int64_t count = 0;    // images in the figures
+  int64_t dropped = 0;  // unreadable images left out of them
+  int64_t read = 0;     // count + dropped
   int64_t correct1 = 0;
   int64_t correct5 = 0;
   double loss_sum = 0.0;  // summed cross-entropy (no label smoothing)
