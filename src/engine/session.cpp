@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <thread>
 
 #include "trainer/config/load.hpp"
@@ -54,8 +55,11 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   s.device = select_device(c.run.device);
   apply_threads(c.run);
 
+  // Opening a folder dataset lists every file (1.28 million for ImageNet): the log says how long it took.
+  const auto open_start = std::chrono::steady_clock::now();
   s.train_data = make_source(c, Split::train);
   s.eval_data = make_source(c, Split::eval);
+  const double open_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - open_start).count();
   const auto train_shape = s.train_data->shape(), eval_shape = s.eval_data->shape();
   if (train_shape.height != eval_shape.height || train_shape.width != eval_shape.width ||
       train_shape.channels != eval_shape.channels)
@@ -63,6 +67,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
                     s.eval_data->describe());
   s.logs.main->info("train data: {}", s.train_data->describe());
   s.logs.main->info("eval data:  {}", s.eval_data->describe());
+  s.logs.main->info("data opened in {:.2f}s", open_seconds);
   s.train_bad = std::make_shared<BadSamples>("train", s.train_data->size(), c.data.max_bad_fraction, s.logs.main);
   s.eval_bad = std::make_shared<BadSamples>("eval", s.eval_data->size(), c.data.max_bad_fraction, s.logs.main);
 
