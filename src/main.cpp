@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output-dir", train.output_dir, "run folder (default: run.output_dir/run.name)");
   app.add_option("--stop-after-epoch", train.stop_after_epoch,
                  "save and stop after this epoch; --resume continues the same schedule (for time-limited jobs)");
+  app.add_option("--stop-after-step", train.stop_after_step,
+                 "save and stop after this optimizer step, also mid-epoch; --resume continues exactly there");
   app.add_flag("--smoke", train.smoke, "train a few batches for 2 epochs with a save, a resume and an eval");
 
   trainer::EvalArgs eval;
@@ -65,6 +67,12 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--device", bench.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   bench_cmd->add_option("--warmup", bench.warmup, "untimed steps first")->capture_default_str();
   bench_cmd->add_option("--steps", bench.steps, "timed steps")->capture_default_str();
+  bench_cmd->add_option("--amp", bench.amp, "autocast dtype, as train.amp")
+      ->check(CLI::IsMember({"off", "bfloat16", "float16"}))
+      ->capture_default_str();
+  bench_cmd->add_flag("--loss-scaler", bench.loss_scaler, "do the float16 loss scaler's work in any precision");
+  bench_cmd->add_option("--clip", bench.clip, "clip the gradient norm to this value (0: off)")->capture_default_str();
+  bench_cmd->add_flag("--ema", bench.ema, "update an EMA of the weights after every step");
   bench_cmd->add_flag("--json", bench.json, "print one JSON line");
   trainer::DataBenchArgs data_bench;
   CLI::App* data_bench_cmd =

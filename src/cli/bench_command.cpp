@@ -51,7 +51,19 @@ int run_bench(const BenchArgs& a) {
   torch::manual_seed(0);
   auto model = build_model(m, {a.size, a.size, 3});
   place_model(*model, device, m.channels_last);
-  auto optimizer = make_optimizer(OptimConfig{}, model->parameters());
+  auto optimizer = make_optimizer(OptimConfig{}, *model);
+  TrainConfig train;
+  train.clip_grad_norm = a.clip;
+  train.amp.enabled = a.amp != "off";
+  train.amp.dtype = a.amp == "float16" ? AmpDtype::float16 : AmpDtype::bfloat16;
+  const StepOptions options = step_options(train, device);
+  LossScaler scaler(train.amp, options.uses_scaler() || a.loss_scaler);
+  std::unique_ptr<WeightEma> ema;
+  if (a.ema) {
+    auto shadow = build_model(m, {a.size, a.size, 3});
+    place_model(*shadow, device, m.channels_last);
+    ema = std::make_unique<WeightEma>(train.ema, std::move(shadow), *model);
+  }
   model->train();
   const auto memory_format = m.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
   const torch::Tensor x = torch::randn({a.batch, 3, a.size, a.size}, torch::device(device)).contiguous(memory_format);
@@ -60,7 +72,9 @@ int run_bench(const BenchArgs& a) {
   std::vector<double> step_ms;
   for (int64_t i = 0; i < a.warmup + a.steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    const StepResult out = train_step(*model, *optimizer, x, y, 0.0);
+    const MicroResult out = forward_backward(*model, MixedBatch{x, y, {}, 1.0, false}, options, scaler);
+    const UpdateResult u = apply_update(*model, *optimizer, scaler, options);
+    if (ema && !u.skipped) ema->after_step(i + 1);
     out.loss.item<float>();  // waits for the device, as the Python side does
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i >= a.warmup) step_ms.push_back(ms);
@@ -71,15 +85,19 @@ int run_bench(const BenchArgs& a) {
     const nlohmann::json j = {{"impl", "trainer"},       {"arch", a.arch},
                               {"batch", a.batch},        {"size", a.size},
                               {"channels_last", a.channels_last}, {"threads", torch::get_num_threads()},
+                              {"precision", describe_precision(options)}, {"loss_scaler", scaler.enabled()},
+                              {"clip", a.clip},          {"ema", a.ema},
                               {"device", device.str()},  {"step_ms_median", med},
                               {"step_ms", step_ms},      {"images_per_s", images_per_s},
                               {"peak_rss_mib", peak_rss_mib()}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s batch %lld at %lldpx, channels_last %s, %d threads on %s: median step %.1f ms over %lld steps "
-                "(%.1f img/s), peak RSS %.0f MiB\n",
+    std::printf("%s batch %lld at %lldpx, channels_last %s, %s%s%s%s, %d threads on %s: median step %.1f ms over "
+                "%lld steps (%.1f img/s), peak RSS %.0f MiB\n",
                 a.arch.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.size),
-                a.channels_last ? "on" : "off", torch::get_num_threads(), device.str().c_str(), med,
+                a.channels_last ? "on" : "off", describe_precision(options).c_str(),
+                scaler.enabled() && !options.uses_scaler() ? " + loss scaler" : "", a.clip > 0 ? " + clipping" : "",
+                a.ema ? " + EMA" : "", torch::get_num_threads(), device.str().c_str(), med,
                 static_cast<long long>(a.steps), images_per_s, peak_rss_mib());
   }
   return 0;

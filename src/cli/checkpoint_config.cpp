@@ -29,14 +29,17 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
   CheckpointConfig result{parse_config(j), {}};
   if (result.config.run.name.empty()) result.config.run.name = saved.value("run", json::object()).value("name", "");
   collect_changes(saved, config_to_json(result.config), "", result.changes);
+  // Changes that make the saved state meaningless are refused: the model (its weights would not fit),
+  // the optimizer kind (its state would not fit) and the data kind (the classes would not mean the same).
   // init_from only seeds a new run's weights; on resume the checkpoint's weights win, so it may change.
-  auto changes_model = [](const std::string& change) {
-    return change.rfind("model.", 0) == 0 && change.rfind("model.init_", 0) != 0;
+  auto refused = [](const std::string& change) {
+    if (change.rfind("model.", 0) == 0) return change.rfind("model.init_", 0) != 0;
+    return change.rfind("optim.name:", 0) == 0 || change.rfind("data.kind:", 0) == 0;
   };
   for (const auto& change : result.changes)
-    if (changes_model(change))
-      throw CheckpointError(checkpoint.path().string() + " was trained with a different model: " + change +
-                            " (the model section cannot change; start a new run instead)");
+    if (refused(change))
+      throw CheckpointError(checkpoint.path().string() + " cannot continue with " + change +
+                            " (the model, optim.name and data.kind cannot change on resume; start a new run instead)");
   return result;
 }
 

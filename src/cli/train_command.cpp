@@ -8,6 +8,7 @@
 #include "trainer/engine/fit.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/stop_signals.hpp"
 #include "trainer/util/text.hpp"
 
 namespace trainer {
@@ -39,17 +40,30 @@ fs::path prepare_new_run_dir(const Config& config, const std::string& output_dir
   return dir;
 }
 
-std::optional<int64_t> stop_epoch(const TrainArgs& args) {
-  return args.stop_after_epoch > 0 ? std::optional<int64_t>(args.stop_after_epoch) : std::nullopt;
+FitLimits fit_limits(const TrainArgs& args) {
+  FitLimits limits;
+  if (args.stop_after_epoch > 0) limits.epoch = args.stop_after_epoch;
+  if (args.stop_after_step > 0) limits.step = args.stop_after_step;
+  return limits;
 }
 
-void log_summary(const Session& s, const FitResult& r) {
+// The last lines of a run; the exit code: 0, or 128 + the signal that stopped it (130 SIGINT, 143 SIGTERM).
+int finish(const Session& s, const FitResult& r) {
+  const std::string resume = "trainer --resume " + (s.run_dir / "last.pt").string();
+  if (r.interrupted_by) {
+    s.logs.main->warn("stopped by {} after step {} (epoch {}, batch {}); continue with: {}",
+                      signal_name(r.interrupted_by), r.state.step, r.state.epoch + 1, r.state.batch_in_epoch, resume);
+    return 128 + r.interrupted_by;
+  }
   if (r.last_eval)
-    s.logs.main->info("finished {} epoch(s): eval top1 {:.4f} top5 {:.4f} loss {:.4f}; best top1 {:.4f}; run folder {}",
-                      r.state.epoch, r.last_eval->top1(), r.last_eval->top5(), r.last_eval->loss(), r.state.best_top1,
+    s.logs.main->info("finished {} epoch(s): eval top1 {:.4f} top5 {:.4f} loss {:.4f}{}; best {} {:.4f}; run folder {}",
+                      r.state.epoch, r.last_eval->top1(), r.last_eval->top5(), r.last_eval->loss(),
+                      r.last_ema_eval ? fmt::format(" (ema top1 {:.4f})", r.last_ema_eval->top1()) : std::string(),
+                      best_metrics()[static_cast<size_t>(s.config.train.best_metric)].first, r.state.best.value_or(0.0),
                       s.run_dir.string());
-  s.logs.main->info("continue with: trainer --resume {}  |  evaluate with: trainer eval --checkpoint {}",
-                    (s.run_dir / "last.pt").string(), (s.run_dir / "best.pt").string());
+  s.logs.main->info("continue with: {}  |  evaluate with: trainer eval --checkpoint {}", resume,
+                    (s.run_dir / "best.pt").string());
+  return 0;
 }
 
 int train_new(const TrainArgs& args) {
@@ -60,8 +74,7 @@ int train_new(const TrainArgs& args) {
   // can be fixed and rerun into the same folder.
   write_resolved_config(run_dir, config);
   s.logs.main->info("run folder {} (config {})", run_dir.string(), args.config);
-  log_summary(s, fit(s, stop_epoch(args)));
-  return 0;
+  return finish(s, fit(s, fit_limits(args)));
 }
 
 int train_resume(const TrainArgs& args) {
@@ -70,7 +83,7 @@ int train_resume(const TrainArgs& args) {
   const fs::path run_dir = args.output_dir.empty() ? fs::absolute(checkpoint.path()).parent_path() : fs::path(args.output_dir);
   fs::create_directories(run_dir);
   RunLogs logs = make_run_logs(run_dir);
-  for (const auto& change : resolved.changes) logs.main->info("resume: config change {}", change);
+  for (const auto& change : resolved.changes) logs.main->info("resume: config change {} (allowed)", change);
   if (checkpoint.meta().epoch >= resolved.config.train.epochs) {
     logs.main->info("{} already completed {} of {} epoch(s); nothing to do (raise it with --set train.epochs=N)",
                     checkpoint.path().string(), checkpoint.meta().epoch, resolved.config.train.epochs);
@@ -78,8 +91,7 @@ int train_resume(const TrainArgs& args) {
   }
   write_resolved_config(run_dir, resolved.config);
   Session s = make_session(resolved.config, run_dir, std::move(logs), &checkpoint);
-  log_summary(s, fit(s, stop_epoch(args)));
-  return 0;
+  return finish(s, fit(s, fit_limits(args)));
 }
 
 // The whole pipeline on a few batches: train one epoch, save, resume for the second, evaluate best.pt.
@@ -104,7 +116,7 @@ int train_smoke(const TrainArgs& args) {
   {
     Session first = make_session(config, run_dir, make_run_logs(run_dir), nullptr);
     first.logs.main->info("smoke: run folder {}; epoch 1, then resume for epoch 2", run_dir.string());
-    fit(first, /*stop_after_epoch=*/1);
+    fit(first, {/*epoch=*/1, std::nullopt});
   }
   const LoadedCheckpoint checkpoint(run_dir / "last.pt");
   Session second = make_session(config_for_checkpoint(checkpoint, "", {}).config, run_dir, make_run_logs(run_dir),
@@ -123,6 +135,7 @@ int train_smoke(const TrainArgs& args) {
 
 int run_train(const TrainArgs& args) {
   if (args.stop_after_epoch < 0) throw UsageError("--stop-after-epoch expects an epoch number >= 1");
+  if (args.stop_after_step < 0) throw UsageError("--stop-after-step expects a step number >= 1");
   if (args.smoke && !args.resume.empty()) throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
   if (args.smoke) {
     if (args.config.empty()) throw UsageError("--smoke needs --config FILE");

@@ -101,8 +101,19 @@ void validate(const Config& c) {
   if (c.data.kind == DataKind::synthetic && c.data.synthetic.channels != c.model.in_channels)
     throw ConfigError("data.synthetic.channels: expected model.in_channels (" + std::to_string(c.model.in_channels) +
                       "), got " + std::to_string(c.data.synthetic.channels));
-  if (c.schedule.kind == ScheduleKind::cosine && c.schedule.min_lr > c.optim.lr)
-    throw ConfigError("schedule.min_lr: expected a value <= optim.lr, got " + std::to_string(c.schedule.min_lr));
+  const bool has_floor = c.schedule.kind == ScheduleKind::cosine || c.schedule.kind == ScheduleKind::polynomial;
+  if (has_floor && c.schedule.min_lr > base_learning_rate(c))
+    throw ConfigError("schedule.min_lr: expected a value <= the base learning rate (" +
+                      format_number(base_learning_rate(c)) + "), got " + format_number(c.schedule.min_lr));
+  for (size_t i = 0; i < c.schedule.milestones.size(); ++i)
+    if (c.schedule.milestones[i] < 0 || (i > 0 && c.schedule.milestones[i] <= c.schedule.milestones[i - 1]))
+      throw ConfigError("schedule.milestones: expected increasing epochs >= 0, got " +
+                        nlohmann::json(c.schedule.milestones).dump());
+  if (c.schedule.kind == ScheduleKind::multistep && c.schedule.milestones.empty())
+    throw ConfigError("schedule.milestones: the multistep schedule needs at least one milestone");
+  const auto& betas = c.optim.betas;
+  if (betas.size() != 2 || !(betas[0] >= 0 && betas[0] < 1) || !(betas[1] >= 0 && betas[1] < 1))
+    throw ConfigError("optim.betas: expected [beta1, beta2] in [0, 1), got " + nlohmann::json(betas).dump());
 }
 
 }  // namespace

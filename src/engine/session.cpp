@@ -80,7 +80,15 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
     s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
   }
   place_model(*s.model, s.device, c.model.channels_last);
-  s.optimizer = make_optimizer(c.optim, s.model->parameters());
+  s.optimizer = make_optimizer(c.optim, *s.model);
+  s.step = step_options(c.train, s.device);
+  s.scaler = LossScaler(c.train.amp, s.step.uses_scaler());
+  auto make_ema = [&] {
+    auto shadow = build_model(c.model, train_shape);
+    place_model(*shadow, s.device, c.model.channels_last);
+    return std::make_unique<WeightEma>(c.train.ema, std::move(shadow), *s.model);
+  };
+  if (c.train.ema.enabled) s.ema = make_ema();
   int64_t parameters = 0;
   for (const auto& p : s.model->parameters()) parameters += p.numel();
   s.logs.main->info("model: {} ({} parameters) on {}, {}", c.model.arch, parameters, s.device.str(), describe_runtime());
@@ -89,8 +97,16 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
     resume->restore_model(*s.model);
     resume->restore_optimizer(*s.optimizer);
     resume->restore_rng();
-    s.state = {resume->meta().epoch, resume->meta().step, resume->meta().best_top1};
-    s.logs.main->info("resumed from {}: {} epoch(s), {} step(s) done", resume->path().string(), s.state.epoch,
+    const CheckpointMeta& m = resume->meta();
+    s.scaler.load_state(m.scaler);
+    if (s.ema) {
+      // A run that turns EMA on at resume starts the average from the restored weights.
+      if (resume->restore_ema(s.ema->model())) s.ema->set_updates(m.ema_updates);
+      else s.ema = make_ema();
+    }
+    s.state = {m.epoch, m.step, m.batch_in_epoch, m.best};
+    s.logs.main->info("resumed from {}: {} epoch(s){}, {} step(s) done", resume->path().string(), s.state.epoch,
+                      m.batch_in_epoch ? " and " + std::to_string(m.batch_in_epoch) + " batch(es)" : "",
                       s.state.step);
   }
   if (!s.run_dir.empty())

@@ -2,19 +2,59 @@
 
 #include <torch/torch.h>
 
+#include "trainer/util/error.hpp"
+#include "trainer/util/torch_compat.hpp"
+
 namespace trainer {
 
-StepResult train_step(Classifier& model, torch::optim::Optimizer& optimizer, const torch::Tensor& images,
-                      const torch::Tensor& labels, double label_smoothing) {
-  const auto logits = model.forward(images);
-  const auto loss = torch::nn::functional::cross_entropy(
-      logits, labels, torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing));
+StepOptions step_options(const TrainConfig& train, const torch::Device& device) {
+  StepOptions o{train.label_smoothing, train.accumulate_steps, train.clip_grad_norm, std::nullopt, device.type()};
+  const AmpConfig& amp = train.amp;
+  if (!amp.enabled || (amp.cuda_only && !device.is_cuda())) return o;
+  if (!device.is_cuda() && !device.is_cpu())
+    throw ConfigError("train.amp: mixed precision runs on CPU or CUDA, not on " + device.str());
+  if (device.is_cpu() && amp.dtype == AmpDtype::float16)
+    throw ConfigError("train.amp.dtype: float16 autocast needs CUDA; on CPU use \"bfloat16\" (or set "
+                      "train.amp.cuda_only to train in float32 there)");
+  o.autocast = amp.dtype == AmpDtype::float16 ? at::kHalf : at::kBFloat16;
+  return o;
+}
+
+std::string describe_precision(const StepOptions& o) {
+  if (!o.autocast) return "float32";
+  return o.uses_scaler() ? "float16 autocast with dynamic loss scaling" : "bfloat16 autocast";
+}
+
+MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const StepOptions& options,
+                             const LossScaler& scaler) {
+  torch::Tensor logits, loss;
+  {
+    std::optional<compat::AutocastGuard> autocast;
+    if (options.autocast) autocast.emplace(options.device, *options.autocast);
+    // The loss is taken in float32 whatever the autocast dtype, as torch.autocast does for cross-entropy.
+    logits = model.forward(batch.images).to(torch::kFloat);
+    loss = mixed_cross_entropy(logits, batch, options.label_smoothing);
+  }  // autocast off, its cache of low-precision weight copies cleared
+  const auto divided = options.accumulate_steps > 1 ? loss / static_cast<double>(options.accumulate_steps) : loss;
+  scaler.scale(divided).backward();
+  return {logits.detach(), loss.detach()};
+}
+
+UpdateResult apply_update(Classifier& model, torch::optim::Optimizer& optimizer, LossScaler& scaler,
+                          const StepOptions& options) {
+  UpdateResult result;
+  const auto parameters = model.parameters();
+  result.skipped = scaler.unscale(parameters);  // clipping below sees the true gradients
+  if (!result.skipped) {
+    if (options.clip_grad_norm > 0)
+      result.grad_norm = torch::nn::utils::clip_grad_norm_(parameters, options.clip_grad_norm);
+    optimizer.step();
+  }
+  scaler.update(result.skipped);
   // Dropping the gradients (rather than zeroing them) spares a pass over every parameter; backward
   // allocates them afresh. Module::zero_grad takes the flag on both LibTorch 1.13 and 2.x.
   model.zero_grad(/*set_to_none=*/true);
-  loss.backward();
-  optimizer.step();
-  return {logits.detach(), loss.detach()};
+  return result;
 }
 
 }  // namespace trainer

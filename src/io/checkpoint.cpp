@@ -55,22 +55,40 @@ void restore_module(torch::serialize::InputArchive& archive, torch::nn::Module& 
 
 }  // namespace
 
-void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const torch::nn::Module& model,
-                     const torch::optim::Optimizer& optimizer) {
-  check_finite(model, path);
-  const json j = {{"format_version", kCheckpointFormatVersion}, {"config", meta.config},   {"epoch", meta.epoch},
-                  {"step", meta.step},                          {"best_top1", meta.best_top1}, {"class_names", meta.class_names},
-                  {"input", {{"height", meta.input.height}, {"width", meta.input.width}, {"channels", meta.input.channels}}}};
+void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const CheckpointModules& modules) {
+  check_finite(modules.model, path);
+  if (modules.ema) check_finite(*modules.ema, path);
+  const json j = {{"format_version", kCheckpointFormatVersion},
+                  {"config", meta.config},
+                  {"epoch", meta.epoch},
+                  {"step", meta.step},
+                  {"batch_in_epoch", meta.batch_in_epoch},
+                  {"best", meta.best ? json(*meta.best) : json()},
+                  {"class_names", meta.class_names},
+                  {"input", {{"height", meta.input.height}, {"width", meta.input.width}, {"channels", meta.input.channels}}},
+                  {"scaler", meta.scaler},
+                  {"ema_updates", meta.ema_updates}};
   torch::serialize::OutputArchive archive;
   archive.write("meta", c10::IValue(j.dump()));
   torch::serialize::OutputArchive model_archive, optimizer_archive;
-  model.save(model_archive);
-  optimizer.save(optimizer_archive);
+  modules.model.save(model_archive);
+  modules.optimizer.save(optimizer_archive);
   archive.write("model", model_archive);
   archive.write("optimizer", optimizer_archive);
+  if (modules.ema) {
+    torch::serialize::OutputArchive ema_archive;
+    modules.ema->save(ema_archive);
+    archive.write("ema", ema_archive);
+  }
   archive.write("rng_cpu", compat::cpu_rng_state(), /*is_buffer=*/true);
+  // Dropout on the GPU draws from each device's generator: saved too, so a resumed run draws the same masks.
+  if (torch::cuda::is_available())
+    for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
+      archive.write("rng_cuda" + std::to_string(i), compat::cuda_rng_state(i), /*is_buffer=*/true);
   write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
 }
+
+namespace {
 
 void copy_checkpoint(const fs::path& from, const fs::path& to) {
   std::ifstream in(from, std::ios::binary);
@@ -83,6 +101,19 @@ void copy_checkpoint(const fs::path& from, const fs::path& to) {
     }
     if (in.bad()) throw CheckpointError(from.string() + ": read failed");
   });
+}
+
+}  // namespace
+
+void link_checkpoint(const fs::path& from, const fs::path& to) {
+  const fs::path temp = to.string() + ".link";
+  std::error_code ec;
+  fs::remove(temp, ec);
+  fs::create_hard_link(from, temp, ec);
+  if (!ec) fs::rename(temp, to, ec);
+  if (!ec) return;
+  fs::remove(temp, ec);
+  copy_checkpoint(from, to);
 }
 
 LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
@@ -107,7 +138,14 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     meta_.config = j.at("config");
     meta_.epoch = j.at("epoch").get<int64_t>();
     meta_.step = j.at("step").get<int64_t>();
-    meta_.best_top1 = j.at("best_top1").get<double>();
+    if (j.contains("best")) {
+      if (!j["best"].is_null()) meta_.best = j["best"].get<double>();
+    } else if (const double old = j.at("best_top1").get<double>(); old >= 0) {  // before best_metric existed
+      meta_.best = old;
+    }
+    meta_.batch_in_epoch = j.value("batch_in_epoch", int64_t{0});
+    meta_.scaler = j.value("scaler", json());
+    meta_.ema_updates = j.value("ema_updates", int64_t{0});
     meta_.class_names = j.at("class_names").get<std::vector<std::string>>();
     if (j.contains("input"))  // absent in checkpoints written before export existed
       meta_.input = {j["input"].at("height").get<int64_t>(), j["input"].at("width").get<int64_t>(),
@@ -146,6 +184,21 @@ void LoadedCheckpoint::restore_rng() const {
   torch::Tensor state;
   archive_->read("rng_cpu", state, /*is_buffer=*/true);
   compat::set_cpu_rng_state(state);
+  if (!torch::cuda::is_available()) return;
+  for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
+    if (archive_->try_read("rng_cuda" + std::to_string(i), state, /*is_buffer=*/true))
+      compat::set_cuda_rng_state(i, state);
+}
+
+bool LoadedCheckpoint::restore_ema(torch::nn::Module& ema) const {
+  torch::serialize::InputArchive sub;
+  if (!archive_->try_read("ema", sub)) return false;
+  std::vector<std::string> problems;
+  torch::NoGradGuard no_grad;
+  restore_module(sub, ema, "", problems);
+  if (!problems.empty())
+    throw CheckpointError(path_.string() + ": EMA weights do not fit the model: " + problems.front());
+  return true;
 }
 
 }  // namespace trainer

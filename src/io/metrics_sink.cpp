@@ -14,11 +14,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kColumns[] = {"kind", "epoch", "step", "lr", "loss", "top1", "top5", "images_per_s", "data_wait_s",
-                                "compute_s"};
+const char* const kColumns[] = {"kind",        "epoch",     "step",      "lr",         "loss",
+                                "top1",        "top5",      "images_per_s", "data_wait_s", "compute_s",
+                                "grad_norm",   "loss_scale", "skipped_steps"};
 
 std::vector<double> numbers(const MetricsRow& r) {
-  return {r.lr, r.loss, r.top1, r.top5, r.images_per_s, r.data_wait_s, r.compute_s};
+  return {r.lr, r.loss, r.top1, r.top5, r.images_per_s, r.data_wait_s, r.compute_s, r.grad_norm, r.loss_scale,
+          r.skipped_steps};
 }
 
 // Keeps the lines whose "step" is <= resume_step; the CSV keeps its header plus the same rows.

@@ -79,9 +79,11 @@ TEST_P(Interop, ExportedWeightsGiveTheSameLogitsInTorchvision) {
   torch::manual_seed(11);
   auto model = build_model(a.config.model, a.input);
   randomize_batchnorm(*model);
-  auto optimizer = make_optimizer(a.config.optim, model->parameters());
-  CheckpointMeta meta{config_to_json(a.config), 0, 0, -1.0, {}, a.input};
-  save_checkpoint(dir / "fresh.pt", meta, *model, *optimizer);
+  auto optimizer = make_optimizer(a.config.optim, *model);
+  CheckpointMeta meta;
+  meta.config = config_to_json(a.config);
+  meta.input = a.input;
+  save_checkpoint(dir / "fresh.pt", meta, {*model, *optimizer});
   const auto exported = testing::trainer_cli("export --checkpoint " + (dir / "fresh.pt").string() + " --output " +
                                              (dir / "model.safetensors").string());
   ASSERT_EQ(exported.exit_code, 0) << exported.output;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "e2e/e2e_support.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/io/checkpoint.hpp"
@@ -46,7 +48,7 @@ TEST(Resume, IsBitIdenticalToAnUninterruptedRun) {
   const LoadedCheckpoint ca(straight / "last.pt"), cb(split / "last.pt");
   EXPECT_EQ(cb.meta().epoch, 2);
   EXPECT_EQ(ca.meta().step, cb.meta().step);
-  EXPECT_EQ(ca.meta().best_top1, cb.meta().best_top1);
+  EXPECT_EQ(ca.meta().best, cb.meta().best);
   EXPECT_EQ(ca.meta().config, cb.meta().config);
   const auto ma = load_weights(straight / "last.pt"), mb = load_weights(split / "last.pt");
   const auto pb = mb->named_parameters();
@@ -54,6 +56,176 @@ TEST(Resume, IsBitIdenticalToAnUninterruptedRun) {
     EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key() << " differs after resume";
   EXPECT_EQ(metric_rows(straight), metric_rows(split));
   EXPECT_GE(metric_rows(split).size(), 4u);
+}
+
+// Straight run vs the same run stopped after `stop_step` (mid-epoch, at the end of a log interval) and resumed:
+// the same weights, EMA, scaler state and metrics, bit for bit.
+void expect_mid_epoch_resume_is_exact(const json& overrides, int64_t stop_step) {
+  SmallRun run(overrides);
+  const fs::path straight = run.dir / "straight", split = run.dir / "split";
+  const auto a = trainer_cli("--config " + run.config.string() + " -o " + straight.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const auto b1 = trainer_cli("--config " + run.config.string() + " -o " + split.string() + " --stop-after-step " +
+                              std::to_string(stop_step));
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  const LoadedCheckpoint mid(split / "last.pt");
+  ASSERT_EQ(mid.meta().step, stop_step);
+  ASSERT_EQ(mid.meta().epoch, 0);
+  ASSERT_GT(mid.meta().batch_in_epoch, 0);
+  const auto b2 = trainer_cli("--resume " + (split / "last.pt").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_NE(b2.output.find("resumed from " + (split / "last.pt").string() + ": 0 epoch(s) and " +
+                           std::to_string(mid.meta().batch_in_epoch) + " batch(es)"),
+            std::string::npos)
+      << b2.output;
+
+  const LoadedCheckpoint ca(straight / "last.pt"), cb(split / "last.pt");
+  EXPECT_EQ(ca.meta().step, cb.meta().step);
+  EXPECT_EQ(ca.meta().best, cb.meta().best);
+  EXPECT_EQ(ca.meta().scaler, cb.meta().scaler);
+  EXPECT_EQ(ca.meta().ema_updates, cb.meta().ema_updates);
+  const auto ma = load_weights(straight / "last.pt"), mb = load_weights(split / "last.pt");
+  const auto pb = mb->named_parameters();
+  for (const auto& item : ma->named_parameters())
+    EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key() << " differs after a mid-epoch resume";
+  const Config c = parse_config(ca.meta().config);
+  if (c.train.ema.enabled) {
+    auto ea = build_model(c.model, {28, 28, 1}), eb = build_model(c.model, {28, 28, 1});
+    ASSERT_TRUE(ca.restore_ema(*ea));
+    ASSERT_TRUE(cb.restore_ema(*eb));
+    const auto eb_params = eb->named_parameters();
+    for (const auto& item : ea->named_parameters())
+      EXPECT_TRUE(torch::equal(item.value(), eb_params[item.key()])) << "EMA " << item.key() << " differs";
+  }
+  auto rows_a = metric_rows(straight), rows_b = metric_rows(split);
+  // Epoch rows summarise what each process saw; the resumed epoch's row covers only its second part.
+  auto drop_epoch_rows = [](std::vector<json>& rows) {
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [](const json& r) { return r["kind"] == "epoch"; }), rows.end());
+  };
+  drop_epoch_rows(rows_a);
+  drop_epoch_rows(rows_b);
+  EXPECT_EQ(rows_a, rows_b);
+}
+
+TEST(Resume, MidEpochIsBitIdenticalWithTheFullRecipe) {
+  // Two loader workers, AdamW, accumulation over 2 batches, clipping, mixup and CutMix, label smoothing, EMA,
+  // dropout: every piece of state a resume must restore.
+  expect_mid_epoch_resume_is_exact(
+      json{{"model", {{"dropout", 0.2}}},
+           {"optim", {{"name", "adamw"}, {"lr", 0.002}, {"weight_decay", 0.05}}},
+           {"train", {{"accumulate_steps", 2}, {"clip_grad_norm", 1.0}, {"label_smoothing", 0.1},
+                      {"mix", {{"mixup_alpha", 0.2}, {"cutmix_alpha", 1.0}}},
+                      {"ema", {{"enabled", true}, {"decay", 0.9}, {"warmup", true}}}}}},
+      4);
+}
+
+TEST(Resume, MidEpochIsBitIdenticalUnderBfloat16Autocast) {
+  expect_mid_epoch_resume_is_exact(json{{"train", {{"amp", {{"enabled", true}, {"dtype", "bfloat16"}}}}}}, 4);
+}
+
+TEST(Resume, Float16AutocastOnCpuIsAClearConfigError) {
+  SmallRun run(json{{"train", {{"amp", {{"enabled", true}, {"dtype", "float16"}}}}}});
+  const auto r = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "r").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("train.amp.dtype: float16 autocast needs CUDA"), std::string::npos) << r.output;
+  SmallRun shared(json{{"train", {{"epochs", 1}, {"amp", {{"enabled", true}, {"dtype", "float16"}, {"cuda_only", true}}}}}});
+  const auto ok = trainer_cli("--config " + shared.config.string() + " -o " + (shared.dir / "r").string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find(", float32"), std::string::npos) << ok.output;
+}
+
+// Sends `signals` signals (50 ms apart: signals of one kind that arrive together merge into one) to a training
+// run once `ready` (a shell condition) holds; returns the output with "rc=N" (the exit status) last.
+CommandResult interrupt_run(const SmallRun& run, const fs::path& out, int signals, const std::string& name,
+                            const std::string& ready) {
+  std::string kill_all;
+  for (int i = 0; i < signals; ++i) kill_all += (i ? "sleep 0.05; " : "") + std::string("kill -") + name + " $pid; ";
+  const fs::path script = run.dir / ("interrupt-" + out.filename().string() + ".sh");
+  write_text(script, std::string(TRAINER_BIN) + " --config " + run.config.string() + " -o " + out.string() + " > " +
+                         (run.dir / "out.txt").string() + " 2>&1 &\npid=$!\n" + "for i in $(seq 600); do " + ready +
+                         " 2>/dev/null && break; sleep 0.05; done\n" + kill_all + "\nwait $pid\necho rc=$?\n");
+  auto r = run_command("bash " + script.string());
+  r.output = read_text(run.dir / "out.txt") + r.output;
+  return r;
+}
+
+std::string logged_a_step(const fs::path& out) { return "grep -q ' step ' " + (out / "train.log").string(); }
+
+TEST(Resume, SigintSavesAMidEpochCheckpointThatResumesExactly) {
+  SmallRun run(json{{"train", {{"epochs", 3}, {"log_every", 1}}}});
+  const fs::path straight = run.dir / "straight", split = run.dir / "split";
+  const auto a = trainer_cli("--config " + run.config.string() + " -o " + straight.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const auto r = interrupt_run(run, split, 1, "INT", logged_a_step(split));
+  EXPECT_NE(r.output.find("rc=130"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped by SIGINT after step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("continue with: trainer --resume " + (split / "last.pt").string()), std::string::npos)
+      << r.output;
+  const LoadedCheckpoint stopped(split / "last.pt");
+  EXPECT_LT(stopped.meta().step, 48) << "the signal came before the end";
+  const auto b = trainer_cli("--resume " + (split / "last.pt").string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const auto ma = load_weights(straight / "last.pt"), mb = load_weights(split / "last.pt");
+  const auto pb = mb->named_parameters();
+  for (const auto& item : ma->named_parameters())
+    EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key() << " differs after SIGINT + resume";
+}
+
+TEST(Resume, SigtermExits143AndASecondSignalExitsAtOnceKeepingTheLastCheckpoint) {
+  SmallRun run(json{{"train", {{"epochs", 3}, {"log_every", 1}}}});
+  const auto term = interrupt_run(run, run.dir / "term", 1, "TERM", logged_a_step(run.dir / "term"));
+  EXPECT_NE(term.output.find("rc=143"), std::string::npos) << term.output;
+  EXPECT_NE(term.output.find("stopped by SIGTERM"), std::string::npos) << term.output;
+  // resnet18 steps take long enough on 2 cores that the second signal lands inside one.
+  SmallRun slow(json{{"model", {{"arch", "resnet18"}, {"stem", "small"}}},
+                     {"train", {{"epochs", 3}, {"log_every", 1}, {"checkpoint_every_steps", 1}}}});
+  const fs::path out = slow.dir / "twice";
+  const auto twice = interrupt_run(slow, out, 2, "INT", "test -f " + (out / "last.pt").string());
+  EXPECT_NE(twice.output.find("rc=130"), std::string::npos) << twice.output;
+  EXPECT_EQ(twice.output.find("stopped by SIGINT"), std::string::npos) << "the second signal must not wait";
+  // last.pt is a whole checkpoint: the one written before the second signal.
+  const LoadedCheckpoint kept(out / "last.pt");
+  EXPECT_GE(kept.meta().step, 1);
+  EXPECT_NO_THROW(kept.restore_model(*load_weights(out / "last.pt")));
+}
+
+TEST(Resume, StepCheckpointsAreKeptAsConfiguredWithEpochAndBestFiles) {
+  SmallRun run(json{{"train", {{"checkpoint_every_steps", 3}, {"keep_last", 2}, {"keep_every_epochs", 1},
+                               {"best_metric", "loss"}}}});
+  const fs::path out = run.dir / "r";
+  const auto r = trainer_cli("--config " + run.config.string() + " -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> steps;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().filename().string().rfind("step-", 0) == 0) steps.push_back(e.path().filename().string());
+  std::sort(steps.begin(), steps.end());
+  // 32 steps: step checkpoints at 3, 6, ..., 30 except the epoch ends; the newest two remain.
+  EXPECT_EQ(steps, (std::vector<std::string>{"step-27.pt", "step-30.pt"}));
+  EXPECT_EQ(LoadedCheckpoint(out / "step-30.pt").meta().step, 30);
+  EXPECT_EQ(LoadedCheckpoint(out / "step-27.pt").meta().step, 27);
+  EXPECT_EQ(LoadedCheckpoint(out / "epoch-1.pt").meta().epoch, 1);
+  EXPECT_EQ(LoadedCheckpoint(out / "epoch-2.pt").meta().epoch, 2);
+  EXPECT_EQ(LoadedCheckpoint(out / "last.pt").meta().step, 32);
+  const LoadedCheckpoint best(out / "best.pt");
+  ASSERT_TRUE(best.meta().best.has_value());
+  EXPECT_GT(*best.meta().best, 0.0) << "best_metric loss: the lowest eval loss";
+}
+
+TEST(Resume, ChangingTheOptimizerOrDataKindIsRefusedOtherChangesAreListed) {
+  SmallRun run(json{{"train", {{"epochs", 1}}}});
+  const fs::path out = run.dir / "r";
+  ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + out.string()).exit_code, 0);
+  const std::string last = (out / "last.pt").string();
+  auto r = trainer_cli("--resume " + last + " --set optim.name=adamw --set train.epochs=2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot continue with optim.name: \"sgd\" -> \"adamw\""), std::string::npos) << r.output;
+  r = trainer_cli("--resume " + last + " --set data.kind=synthetic --set train.epochs=2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot continue with data.kind"), std::string::npos) << r.output;
+  r = trainer_cli("--resume " + last + " --set train.epochs=2 --set train.log_every=2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resume: config change train.epochs: 1 -> 2 (allowed)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resume: config change train.log_every: 4 -> 2 (allowed)"), std::string::npos) << r.output;
 }
 
 }  // namespace

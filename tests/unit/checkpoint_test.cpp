@@ -23,7 +23,7 @@ struct Trained {
 Trained make_trained(const Config& c, uint64_t seed) {
   torch::manual_seed(seed);
   Trained t{build_model(c.model, {12, 12, 1}), nullptr};
-  t.optimizer = make_optimizer(c.optim, t.model->parameters());
+  t.optimizer = make_optimizer(c.optim, *t.model);
   auto x = torch::randn({4, 1, 12, 12});
   auto y = torch::tensor({0, 1, 2, 3});
   for (int i = 0; i < 2; ++i) {
@@ -38,21 +38,40 @@ Config small_config() {
   return parse_config(nlohmann::json{{"data", {{"root", "/d"}}}, {"model", {{"num_classes", 4}}}});
 }
 
+CheckpointMeta meta_at(const Config& c, int64_t step) {
+  CheckpointMeta meta;
+  meta.config = config_to_json(c);
+  meta.epoch = step;
+  meta.step = step;
+  return meta;
+}
+
 TEST(Checkpoint, RoundTripRestoresEverything) {
   TempDir dir;
   const Config c = small_config();
   Trained a = make_trained(c, 1);
   torch::manual_seed(99);
   const torch::Tensor rng_before = compat::cpu_rng_state().clone();
-  const CheckpointMeta meta{config_to_json(c), 3, 42, 0.75, {"a", "b", "c", "d"}};
-  save_checkpoint(dir / "ck.pt", meta, *a.model, *a.optimizer);
+  CheckpointMeta meta;
+  meta.config = config_to_json(c);
+  meta.epoch = 3;
+  meta.step = 42;
+  meta.batch_in_epoch = 5;
+  meta.best = 0.75;
+  meta.class_names = {"a", "b", "c", "d"};
+  meta.scaler = {{"enabled", true}, {"scale", 1024.0}, {"growth_tracker", 7}, {"skipped", 3}};
+  meta.ema_updates = 40;
+  save_checkpoint(dir / "ck.pt", meta, {*a.model, *a.optimizer});
 
   torch::manual_seed(5);  // move the generator away; restore_rng must bring it back
   Trained b = make_trained(c, 2);
   const LoadedCheckpoint loaded(dir / "ck.pt");
   EXPECT_EQ(loaded.meta().epoch, 3);
   EXPECT_EQ(loaded.meta().step, 42);
-  EXPECT_DOUBLE_EQ(loaded.meta().best_top1, 0.75);
+  EXPECT_EQ(loaded.meta().batch_in_epoch, 5);
+  EXPECT_EQ(loaded.meta().best, std::optional<double>(0.75));
+  EXPECT_EQ(loaded.meta().scaler, meta.scaler);
+  EXPECT_EQ(loaded.meta().ema_updates, 40);
   EXPECT_EQ(loaded.meta().class_names, meta.class_names);
   EXPECT_EQ(loaded.meta().config, meta.config);
   loaded.restore_model(*b.model);
@@ -77,13 +96,13 @@ TEST(Checkpoint, RefusesToWriteANonFiniteModel) {
   TempDir dir;
   const Config c = small_config();
   Trained a = make_trained(c, 1);
-  save_checkpoint(dir / "ck.pt", {config_to_json(c), 1, 1, -1, {}}, *a.model, *a.optimizer);
+  save_checkpoint(dir / "ck.pt", meta_at(c, 1), {*a.model, *a.optimizer});
   const auto before = testing::read_text(dir / "ck.pt");
   {
     torch::NoGradGuard guard;
     a.model->parameters()[0].view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
   }
-  EXPECT_THROW(save_checkpoint(dir / "ck.pt", {config_to_json(c), 2, 2, -1, {}}, *a.model, *a.optimizer), TrainError);
+  EXPECT_THROW(save_checkpoint(dir / "ck.pt", meta_at(c, 2), {*a.model, *a.optimizer}), TrainError);
   EXPECT_EQ(testing::read_text(dir / "ck.pt"), before);
 }
 
@@ -98,7 +117,7 @@ TEST(Checkpoint, WeightsForAnotherModelShapeAreRefused) {
   TempDir dir;
   const Config c = small_config();
   Trained a = make_trained(c, 1);
-  save_checkpoint(dir / "ck.pt", {config_to_json(c), 1, 1, -1, {}}, *a.model, *a.optimizer);
+  save_checkpoint(dir / "ck.pt", meta_at(c, 1), {*a.model, *a.optimizer});
   Config other = c;
   other.model.num_classes = 7;
   auto model = build_model(other.model, {12, 12, 1});

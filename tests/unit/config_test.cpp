@@ -81,7 +81,7 @@ TEST(Config, UnknownEnumListsValidValues) {
   json j = minimal();
   j["schedule"] = {{"kind", "cosin"}};
   EXPECT_EQ(config_error(j),
-            "config: schedule.kind: unknown value \"cosin\"; did you mean \"cosine\"? (valid: constant, cosine, step)");
+            "config: schedule.kind: unknown value \"cosin\"; did you mean \"cosine\"? (valid: constant, cosine, step, multistep, exponential, polynomial)");
 }
 
 TEST(Config, ModelSectionReadsStemAndWeightOptions) {

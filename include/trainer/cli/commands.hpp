@@ -15,6 +15,7 @@ struct TrainArgs {
   std::string output_dir;              // --output-dir DIR: the run folder itself
   bool smoke = false;                  // --smoke
   int64_t stop_after_epoch = 0;        // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
+  int64_t stop_after_step = 0;         // --stop-after-step N: save and stop after optimizer step N, mid-epoch
 };
 
 struct EvalArgs {
@@ -41,6 +42,10 @@ struct BenchArgs {
   std::string device = "auto";
   int64_t warmup = 2;                  // untimed steps first (allocator, oneDNN/cuDNN kernel choice)
   int64_t steps = 10;
+  std::string amp = "off";             // off, bfloat16 or float16: autocast as train.amp does
+  bool loss_scaler = false;            // run the float16 loss scaler's work even without float16 (its cost)
+  double clip = 0.0;                   // clip the gradient norm (0: off)
+  bool ema = false;                    // update a weight EMA after every step
   bool json = false;                   // print one JSON line instead of a sentence
 };
 

@@ -180,65 +180,172 @@ struct ModelConfig {
   }
 };
 
-enum class OptimizerKind { sgd };
+enum class OptimizerKind { sgd, adamw };
 inline const EnumTable<OptimizerKind>& optimizer_kinds() {
-  static const EnumTable<OptimizerKind> table{{"sgd", OptimizerKind::sgd}};
+  static const EnumTable<OptimizerKind> table{{"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKind::adamw}};
   return table;
 }
 
 struct OptimConfig {
   OptimizerKind name = OptimizerKind::sgd;
   double lr = 0.01;
+  double lr_per_256 = 0.0;  // > 0: lr = lr_per_256 * global batch / 256 (the linear scaling rule), lr ignored
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 0.0;
+  std::vector<double> betas{0.9, 0.999};  // AdamW
+  double eps = 1e-8;                       // AdamW
+  bool decay_norm_and_bias = false;        // false: no weight decay on normalisation weights and biases
 
   template <class V>
   void visit(V& v) {
     v.choice("name", name, optimizer_kinds(), "optimizer");
-    v.field("lr", lr, "base learning rate", Range::greater_than(0));
+    v.field("lr", lr, "base learning rate (unless lr_per_256 is set)", Range::greater_than(0));
+    v.field("lr_per_256", lr_per_256,
+            "if > 0, the learning rate per 256 images: lr = lr_per_256 * batch_size * accumulate_steps / 256",
+            Range::at_least(0));
     v.field("momentum", momentum, "SGD momentum", Range::between(0, 0.999999));
-    v.field("nesterov", nesterov, "Nesterov momentum");
-    v.field("weight_decay", weight_decay, "L2 weight decay", Range::at_least(0));
+    v.field("nesterov", nesterov, "SGD: Nesterov momentum");
+    v.field("weight_decay", weight_decay, "weight decay (L2 for SGD, decoupled for AdamW)", Range::at_least(0));
+    v.field("betas", betas, "AdamW: [beta1, beta2]");
+    v.field("eps", eps, "AdamW: term added to the denominator", Range::greater_than(0));
+    v.field("decay_norm_and_bias", decay_norm_and_bias,
+            "apply weight decay to normalisation weights and biases too (default: only to conv and linear weights)");
   }
 };
 
-enum class ScheduleKind { constant, cosine, step };
+enum class ScheduleKind { constant, cosine, step, multistep, exponential, polynomial };
 inline const EnumTable<ScheduleKind>& schedule_kinds() {
-  static const EnumTable<ScheduleKind> table{
-      {"constant", ScheduleKind::constant}, {"cosine", ScheduleKind::cosine}, {"step", ScheduleKind::step}};
+  static const EnumTable<ScheduleKind> table{{"constant", ScheduleKind::constant},
+                                             {"cosine", ScheduleKind::cosine},
+                                             {"step", ScheduleKind::step},
+                                             {"multistep", ScheduleKind::multistep},
+                                             {"exponential", ScheduleKind::exponential},
+                                             {"polynomial", ScheduleKind::polynomial}};
   return table;
 }
 
-// Learning rate per optimizer step: linear warmup, then `kind`. See optim/schedule.hpp.
+enum class WarmupKind { linear, constant };
+inline const EnumTable<WarmupKind>& warmup_kinds() {
+  static const EnumTable<WarmupKind> table{{"linear", WarmupKind::linear}, {"constant", WarmupKind::constant}};
+  return table;
+}
+
+// Learning rate per optimizer step: warmup, then `kind`. See optim/schedule.hpp.
 struct ScheduleConfig {
   ScheduleKind kind = ScheduleKind::cosine;
+  WarmupKind warmup = WarmupKind::linear;
   int64_t warmup_steps = 0;          // takes precedence over warmup_epochs when > 0
   double warmup_epochs = 0.0;
-  double warmup_start_factor = 0.1;  // lr factor at step 0 of warmup
-  double min_lr = 0.0;               // cosine floor
+  double warmup_start_factor = 0.1;  // lr factor at step 0 of warmup (the whole warmup for constant)
+  double min_lr = 0.0;               // cosine and polynomial floor
   double step_epochs = 30.0;         // step: decay every this many epochs
-  double gamma = 0.1;                // step: decay factor
+  std::vector<double> milestones;    // multistep: epochs (after warmup) at which the lr is multiplied by gamma
+  double gamma = 0.1;                // step, multistep: decay factor; exponential: factor per epoch
+  double power = 1.0;                // polynomial
 
   template <class V>
   void visit(V& v) {
     v.choice("kind", kind, schedule_kinds(), "schedule after warmup");
-    v.field("warmup_steps", warmup_steps, "linear warmup length in optimizer steps", Range::at_least(0));
-    v.field("warmup_epochs", warmup_epochs, "linear warmup length in epochs (if warmup_steps is 0)",
-            Range::at_least(0));
+    v.choice("warmup", warmup, warmup_kinds(),
+             "warmup shape: linear from warmup_start_factor to 1, or constant at warmup_start_factor");
+    v.field("warmup_steps", warmup_steps, "warmup length in optimizer steps", Range::at_least(0));
+    v.field("warmup_epochs", warmup_epochs, "warmup length in epochs (if warmup_steps is 0)", Range::at_least(0));
     v.field("warmup_start_factor", warmup_start_factor, "lr factor at the first warmup step", Range::between(0, 1));
-    v.field("min_lr", min_lr, "final learning rate of the cosine schedule", Range::at_least(0));
+    v.field("min_lr", min_lr, "final learning rate of the cosine and polynomial schedules", Range::at_least(0));
     v.field("step_epochs", step_epochs, "step schedule: epochs between decays", Range::greater_than(0));
-    v.field("gamma", gamma, "step schedule: decay factor", Range::greater_than(0));
+    v.field("milestones", milestones, "multistep schedule: epochs after warmup at which the lr is multiplied by gamma");
+    v.field("gamma", gamma, "step/multistep: decay factor; exponential: factor per epoch", Range::greater_than(0));
+    v.field("power", power, "polynomial schedule: exponent of (1 - progress)", Range::greater_than(0));
   }
 };
 
+enum class AmpDtype { float16, bfloat16 };
+inline const EnumTable<AmpDtype>& amp_dtypes() {
+  static const EnumTable<AmpDtype> table{{"float16", AmpDtype::float16}, {"bfloat16", AmpDtype::bfloat16}};
+  return table;
+}
+
+// Automatic mixed precision: autocast around forward and loss; float16 adds a dynamic loss scaler.
+struct AmpConfig {
+  bool enabled = false;
+  AmpDtype dtype = AmpDtype::float16;
+  bool cuda_only = false;  // true: full precision when the run is on CPU (for configs shared by both)
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("enabled", enabled, "autocast forward and loss to dtype (CUDA: float16 or bfloat16; CPU: bfloat16)");
+    v.choice("dtype", dtype, amp_dtypes(), "autocast dtype; float16 uses a dynamic loss scaler");
+    v.field("cuda_only", cuda_only, "use mixed precision only when the run is on CUDA");
+    v.field("init_scale", init_scale, "float16: initial loss scale", Range::greater_than(0));
+    v.field("growth_factor", growth_factor, "float16: scale multiplier after growth_interval clean steps",
+            Range::greater_than(1));
+    v.field("backoff_factor", backoff_factor, "float16: scale multiplier after an overflow", Range::between(0.0001, 0.9999));
+    v.field("growth_interval", growth_interval, "float16: clean steps before the scale grows", Range::at_least(1));
+  }
+};
+
+// Mixup and CutMix (timm's semantics): per batch, with probability `prob`, mix the batch with its reverse;
+// when both alphas are set, CutMix is chosen with probability switch_prob. Targets become soft labels.
+struct MixConfig {
+  double mixup_alpha = 0.0;   // 0: no mixup
+  double cutmix_alpha = 0.0;  // 0: no CutMix
+  double prob = 1.0;
+  double switch_prob = 0.5;
+
+  bool enabled() const { return mixup_alpha > 0 || cutmix_alpha > 0; }
+  template <class V>
+  void visit(V& v) {
+    v.field("mixup_alpha", mixup_alpha, "mixup Beta(alpha, alpha) parameter; 0 disables mixup", Range::at_least(0));
+    v.field("cutmix_alpha", cutmix_alpha, "CutMix Beta(alpha, alpha) parameter; 0 disables CutMix", Range::at_least(0));
+    v.field("prob", prob, "probability of mixing a batch", Range::between(0, 1));
+    v.field("switch_prob", switch_prob, "probability of CutMix instead of mixup when both are enabled",
+            Range::between(0, 1));
+  }
+};
+
+// Exponential moving average of the weights, evaluated beside them and saved in checkpoints.
+struct EmaConfig {
+  bool enabled = false;
+  double decay = 0.9999;
+  int64_t every = 1;    // optimizer steps between updates
+  bool warmup = false;  // decay = min(decay, (1 + updates) / (10 + updates)), for short runs
+
+  template <class V>
+  void visit(V& v) {
+    v.field("enabled", enabled, "keep an exponential moving average of the weights");
+    v.field("decay", decay, "EMA decay per update", Range::between(0, 1));
+    v.field("every", every, "optimizer steps between EMA updates", Range::at_least(1));
+    v.field("warmup", warmup, "ramp the decay up as (1 + n) / (10 + n) over the first updates");
+  }
+};
+
+enum class BestMetric { top1, top5, loss, ema_top1 };
+inline const EnumTable<BestMetric>& best_metrics() {
+  static const EnumTable<BestMetric> table{
+      {"top1", BestMetric::top1}, {"top5", BestMetric::top5}, {"loss", BestMetric::loss}, {"ema_top1", BestMetric::ema_top1}};
+  return table;
+}
+
 struct TrainConfig {
   int64_t epochs = 10;
-  int64_t log_every = 50;         // optimizer steps between log lines and metrics rows
-  int64_t eval_every = 1;         // epochs between evaluations (the last epoch is always evaluated)
-  int64_t checkpoint_every = 1;   // epochs between last.pt writes (the last epoch is always saved)
+  int64_t log_every = 50;               // optimizer steps between log lines and metrics rows
+  int64_t eval_every = 1;               // epochs between evaluations (the last epoch is always evaluated)
+  int64_t checkpoint_every = 1;         // epochs between last.pt writes (the last epoch is always saved)
+  int64_t checkpoint_every_steps = 0;   // also every this many optimizer steps (0: only per epoch)
+  int64_t keep_last = 2;                // step checkpoints kept (step-N.pt)
+  int64_t keep_every_epochs = 0;        // also keep epoch-E.pt every this many epochs (0: none)
+  BestMetric best_metric = BestMetric::top1;
   double label_smoothing = 0.0;
+  int64_t accumulate_steps = 1;         // micro-batches per optimizer step
+  double clip_grad_norm = 0.0;          // 0: no clipping
+  AmpConfig amp;
+  MixConfig mix;
+  EmaConfig ema;
 
   template <class V>
   void visit(V& v) {
@@ -246,7 +353,19 @@ struct TrainConfig {
     v.field("log_every", log_every, "optimizer steps between log lines", Range::at_least(1));
     v.field("eval_every", eval_every, "epochs between evaluations", Range::at_least(1));
     v.field("checkpoint_every", checkpoint_every, "epochs between checkpoints", Range::at_least(1));
+    v.field("checkpoint_every_steps", checkpoint_every_steps,
+            "also write last.pt and step-N.pt every this many optimizer steps (0: per epoch only)", Range::at_least(0));
+    v.field("keep_last", keep_last, "step checkpoints (step-N.pt) to keep", Range::at_least(1));
+    v.field("keep_every_epochs", keep_every_epochs, "also keep epoch-E.pt every this many epochs (0: none)",
+            Range::at_least(0));
+    v.choice("best_metric", best_metric, best_metrics(), "eval metric that selects best.pt");
     v.field("label_smoothing", label_smoothing, "cross-entropy label smoothing", Range::between(0, 0.99));
+    v.field("accumulate_steps", accumulate_steps, "micro-batches of data.batch_size per optimizer step",
+            Range::at_least(1));
+    v.field("clip_grad_norm", clip_grad_norm, "clip the gradient norm to this value (0: off)", Range::at_least(0));
+    v.section("amp", amp);
+    v.section("mix", mix);
+    v.section("ema", ema);
   }
 };
 
@@ -268,5 +387,12 @@ struct Config {
     v.section("train", train);
   }
 };
+
+// The learning rate the schedule starts from: optim.lr, or optim.lr_per_256 scaled by the global batch
+// (data.batch_size x train.accumulate_steps) / 256 when that is set.
+inline double base_learning_rate(const Config& c) {
+  if (c.optim.lr_per_256 <= 0) return c.optim.lr;
+  return c.optim.lr_per_256 * static_cast<double>(c.data.batch_size * c.train.accumulate_steps) / 256.0;
+}
 
 }  // namespace trainer

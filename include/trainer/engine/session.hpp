@@ -8,10 +8,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "trainer/config/config.hpp"
 #include "trainer/data/bad_samples.hpp"
 #include "trainer/data/image_source.hpp"
+#include "trainer/engine/loss_scaler.hpp"
+#include "trainer/engine/train_step.hpp"
+#include "trainer/engine/weight_ema.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/metrics_sink.hpp"
 #include "trainer/models/classifier.hpp"
@@ -28,9 +32,10 @@ struct RunLogs {
 RunLogs make_run_logs(const std::filesystem::path& run_dir);
 
 struct TrainState {
-  int64_t epoch = 0;         // completed epochs
-  int64_t step = 0;          // completed optimizer steps
-  double best_top1 = -1.0;   // best eval top-1 so far
+  int64_t epoch = 0;            // completed epochs
+  int64_t step = 0;             // completed optimizer steps
+  int64_t batch_in_epoch = 0;   // batches of epoch `epoch` (0-based) already trained: > 0 after a mid-epoch stop
+  std::optional<double> best;   // best value of train.best_metric so far
 };
 
 struct Session {
@@ -44,13 +49,16 @@ struct Session {
   std::shared_ptr<BadSamples> eval_bad;
   ClassifierPtr model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  StepOptions step;              // precision, accumulation, clipping
+  LossScaler scaler;             // enabled for float16 autocast
+  std::unique_ptr<WeightEma> ema;  // with train.ema.enabled
   TrainState state;
   std::unique_ptr<MetricsSink> metrics;
 };
 
-// Sets threads and seeds, loads the data and builds model and optimizer. A new run takes model.init_from's
-// weights (minus model.init_exclude) when set. With `resume`, restores weights,
-// optimizer state, RNG and progress from it and keeps the metrics rows up to its step.
+// Sets threads and seeds, loads the data and builds model, optimizer, loss scaler and EMA. A new run takes
+// model.init_from's weights (minus model.init_exclude) when set. With `resume`, restores weights, optimizer
+// state, scaler, EMA, RNG and progress (also mid-epoch) from it and keeps the metrics rows up to its step.
 Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs, const LoadedCheckpoint* resume);
 
 // Applies run.threads (0: all cores) to LibTorch's intra-op pool.

@@ -1,20 +1,57 @@
-// One optimizer step: forward, cross-entropy (with label smoothing), backward, update. fit() and
-// `trainer bench` share it, so the benchmark times exactly what training runs.
+// The training step, shared by fit() and `trainer bench` so the benchmark times exactly what training runs.
+// One optimizer step is `accumulate_steps` micro-batches of forward_backward() (autocast forward and loss,
+// loss / accumulate_steps, scaled backward) followed by apply_update() (unscale, overflow check, clipping,
+// optimizer step, scale update, gradients dropped).
+//   StepOptions o = step_options(config.train, device);
+//   LossScaler scaler(config.train.amp, o.uses_scaler());
+//   auto r = forward_backward(*model, mix_batch(x, y, mix, seed), o, scaler);
+//   if (last micro-batch) { UpdateResult u = apply_update(*model, *optimizer, scaler, o); }
 #pragma once
 
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include <optional>
+
+#include "trainer/config/config.hpp"
+#include "trainer/engine/loss_scaler.hpp"
+#include "trainer/engine/mix.hpp"
 #include "trainer/models/classifier.hpp"
 
 namespace trainer {
 
-struct StepResult {
-  torch::Tensor logits;  // detached
-  torch::Tensor loss;    // detached scalar; reading it waits for the device, so callers accumulate instead
+struct StepOptions {
+  double label_smoothing = 0.0;
+  int64_t accumulate_steps = 1;
+  double clip_grad_norm = 0.0;              // 0: no clipping
+  std::optional<at::ScalarType> autocast;   // the autocast dtype, when mixed precision is on
+  c10::DeviceType device = c10::DeviceType::CPU;
+
+  bool uses_scaler() const { return autocast == at::kHalf; }
 };
 
-StepResult train_step(Classifier& model, torch::optim::Optimizer& optimizer, const torch::Tensor& images,
-                      const torch::Tensor& labels, double label_smoothing);
+// Resolves train.amp for `device`: float16 autocast exists only on CUDA (a ConfigError on CPU);
+// amp.cuda_only turns mixed precision off on CPU.
+StepOptions step_options(const TrainConfig& train, const torch::Device& device);
+
+// "float32", "bfloat16 autocast", "float16 autocast with loss scaling": for logs and bench output.
+std::string describe_precision(const StepOptions& options);
+
+struct MicroResult {
+  torch::Tensor logits;  // detached, float32
+  torch::Tensor loss;    // detached scalar, the micro-batch's mean loss (not divided, not scaled); reading it
+                         // waits for the device, so callers accumulate instead
+};
+
+MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const StepOptions& options,
+                             const LossScaler& scaler);
+
+struct UpdateResult {
+  bool skipped = false;                 // the loss scaler found inf/NaN gradients: no update was made
+  std::optional<double> grad_norm;      // total gradient norm before clipping, when clipping is on
+};
+
+UpdateResult apply_update(Classifier& model, torch::optim::Optimizer& optimizer, LossScaler& scaler,
+                          const StepOptions& options);
 
 }  // namespace trainer

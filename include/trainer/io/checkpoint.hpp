@@ -1,6 +1,7 @@
 // One checkpoint = one file (LibTorch's serialize archive) holding everything a run needs to continue
-// exactly: format version, resolved config, progress, best metric, class names, model, optimizer, RNG.
-//   save_checkpoint(dir / "last.pt", meta, *model, *optimizer);            // atomic; refuses a non-finite model
+// exactly, also mid-epoch: format version, resolved config, progress (epoch, step, batch within the epoch),
+// best metric, loss-scaler state, class names, model, optimizer, EMA weights, CPU and CUDA RNG states.
+//   save_checkpoint(dir / "last.pt", meta, {*model, *optimizer, ema});      // atomic; refuses a non-finite model
 //   auto ck = load_checkpoint("runs/x/last.pt"); ck.restore_model(*model);
 #pragma once
 
@@ -11,6 +12,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,18 +26,28 @@ struct CheckpointMeta {
   nlohmann::json config;                 // the resolved config of the run
   int64_t epoch = 0;                     // completed epochs
   int64_t step = 0;                      // completed optimizer steps
-  double best_top1 = -1.0;               // best eval top-1 so far; -1 before the first evaluation
+  int64_t batch_in_epoch = 0;            // batches of epoch `epoch` (0-based) already trained: > 0 mid-epoch
+  std::optional<double> best;            // best value of train.best_metric so far; none before the first eval
   std::vector<std::string> class_names;
   ImageShape input;                      // training image shape; lets export rebuild the model without the data
+  nlohmann::json scaler;                 // LossScaler::state(), null without one
+  int64_t ema_updates = 0;
+};
+
+struct CheckpointModules {
+  const torch::nn::Module& model;
+  const torch::optim::Optimizer& optimizer;
+  const torch::nn::Module* ema = nullptr;  // the EMA weights, when train.ema is on
 };
 
 // Writes atomically: on any failure the previous file at `path` is left as it was.
 // Throws TrainError, writing nothing, when a parameter or buffer holds inf or NaN.
-void save_checkpoint(const std::filesystem::path& path, const CheckpointMeta& meta, const torch::nn::Module& model,
-                     const torch::optim::Optimizer& optimizer);
+void save_checkpoint(const std::filesystem::path& path, const CheckpointMeta& meta, const CheckpointModules& modules);
 
-// Copies a checkpoint file (for best.pt after last.pt), with the same atomicity.
-void copy_checkpoint(const std::filesystem::path& from, const std::filesystem::path& to);
+// Makes `to` a second name of checkpoint `from` (a hard link, replacing `to` atomically), or an atomic copy
+// where the file system has no hard links. last.pt is always rewritten as a new file, so step-N.pt, epoch-E.pt
+// and best.pt keep their contents when it changes.
+void link_checkpoint(const std::filesystem::path& from, const std::filesystem::path& to);
 
 class LoadedCheckpoint {
  public:
@@ -47,6 +59,8 @@ class LoadedCheckpoint {
   void restore_model(torch::nn::Module& model) const;
   void restore_optimizer(torch::optim::Optimizer& optimizer) const;
   void restore_rng() const;
+  // False when the checkpoint holds no EMA weights (the run had train.ema off).
+  bool restore_ema(torch::nn::Module& ema) const;
 
  private:
   std::filesystem::path path_;

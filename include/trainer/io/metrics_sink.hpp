@@ -24,6 +24,9 @@ struct MetricsRow {
   double images_per_s = none;
   double data_wait_s = none;
   double compute_s = none;
+  double grad_norm = none;      // train rows with clipping: the largest total norm of the interval
+  double loss_scale = none;     // train rows with float16: the loss scale at the end of the interval
+  double skipped_steps = none;  // train rows with float16: optimizer steps skipped for inf/NaN gradients
 };
 
 class MetricsSink {

@@ -2,6 +2,7 @@
 // Code elsewhere calls these helpers instead of testing TORCH_VERSION_* itself.
 #pragma once
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -22,5 +23,65 @@ inline void set_cpu_rng_state(const torch::Tensor& state) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state);
 }
+
+// The generator state of CUDA device `index` (call only when CUDA is available). The generic accessor keeps
+// this header free of CUDA includes, so CPU-only builds compile it too.
+inline torch::Tensor cuda_rng_state(c10::DeviceIndex index) {
+  return at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, index)).get_state();
+}
+
+inline void set_cuda_rng_state(c10::DeviceIndex index, const torch::Tensor& state) {
+  auto gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, index));
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+// Autocast for one device type (CPU or CUDA) in one dtype while the guard lives, as Python's torch.autocast:
+// the previous state comes back on exit and the cast cache is cleared when the outermost guard ends, so
+// cached low-precision weight copies never outlive a step. LibTorch 2.4 replaced the per-device setters
+// (set_enabled / set_cpu_enabled ...) with ones that take the device type.
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, at::ScalarType dtype) : device_(device) {
+    previous_enabled_ = enabled();
+    previous_dtype_ = get_dtype();
+    set(true, dtype);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    set(previous_enabled_, previous_dtype_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+#if TRAINER_TORCH_AT_LEAST(2, 4)
+  bool enabled() const { return at::autocast::is_autocast_enabled(device_); }
+  at::ScalarType get_dtype() const { return at::autocast::get_autocast_dtype(device_); }
+  void set(bool on, at::ScalarType dtype) {
+    at::autocast::set_autocast_enabled(device_, on);
+    at::autocast::set_autocast_dtype(device_, dtype);
+  }
+#else
+  bool cpu() const { return device_ == c10::DeviceType::CPU; }
+  bool enabled() const { return cpu() ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled(); }
+  at::ScalarType get_dtype() const {
+    return cpu() ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
+  }
+  void set(bool on, at::ScalarType dtype) {
+    if (cpu()) {
+      at::autocast::set_cpu_enabled(on);
+      at::autocast::set_autocast_cpu_dtype(dtype);
+    } else {
+      at::autocast::set_enabled(on);
+      at::autocast::set_autocast_gpu_dtype(dtype);
+    }
+  }
+#endif
+  c10::DeviceType device_;
+  bool previous_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kFloat;
+};
 
 }  // namespace trainer::compat
