@@ -21,6 +21,16 @@ ClassifierPtr load_weights(const fs::path& checkpoint) {
   return model;
 }
 
+// Every parameter and buffer of two models is equal, bit for bit.
+void expect_same_weights(const torch::nn::Module& a, const torch::nn::Module& b, const std::string& what) {
+  const auto pb = b.named_parameters();
+  for (const auto& item : a.named_parameters())
+    EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key() << " differs " << what;
+  const auto bb = b.named_buffers();
+  for (const auto& item : a.named_buffers())
+    EXPECT_TRUE(torch::equal(item.value(), bb[item.key()])) << item.key() << " differs " << what;
+}
+
 // Rows without their timing columns, which are the only values allowed to differ.
 std::vector<json> metric_rows(const fs::path& run_dir) {
   std::vector<json> rows;
@@ -50,10 +60,7 @@ TEST(Resume, IsBitIdenticalToAnUninterruptedRun) {
   EXPECT_EQ(ca.meta().step, cb.meta().step);
   EXPECT_EQ(ca.meta().best, cb.meta().best);
   EXPECT_EQ(ca.meta().config, cb.meta().config);
-  const auto ma = load_weights(straight / "last.pt"), mb = load_weights(split / "last.pt");
-  const auto pb = mb->named_parameters();
-  for (const auto& item : ma->named_parameters())
-    EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key() << " differs after resume";
+  expect_same_weights(*load_weights(straight / "last.pt"), *load_weights(split / "last.pt"), "after resume");
   EXPECT_EQ(metric_rows(straight), metric_rows(split));
   EXPECT_GE(metric_rows(split).size(), 4u);
 }
@@ -84,18 +91,13 @@ void expect_mid_epoch_resume_is_exact(const json& overrides, int64_t stop_step) 
   EXPECT_EQ(ca.meta().best, cb.meta().best);
   EXPECT_EQ(ca.meta().scaler, cb.meta().scaler);
   EXPECT_EQ(ca.meta().ema_updates, cb.meta().ema_updates);
-  const auto ma = load_weights(straight / "last.pt"), mb = load_weights(split / "last.pt");
-  const auto pb = mb->named_parameters();
-  for (const auto& item : ma->named_parameters())
-    EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key() << " differs after a mid-epoch resume";
+  expect_same_weights(*load_weights(straight / "last.pt"), *load_weights(split / "last.pt"), "after a mid-epoch resume");
   const Config c = parse_config(ca.meta().config);
   if (c.train.ema.enabled) {
     auto ea = build_model(c.model, {28, 28, 1}), eb = build_model(c.model, {28, 28, 1});
     ASSERT_TRUE(ca.restore_ema(*ea));
     ASSERT_TRUE(cb.restore_ema(*eb));
-    const auto eb_params = eb->named_parameters();
-    for (const auto& item : ea->named_parameters())
-      EXPECT_TRUE(torch::equal(item.value(), eb_params[item.key()])) << "EMA " << item.key() << " differs";
+    expect_same_weights(*ea, *eb, "in the EMA after a mid-epoch resume");
   }
   auto rows_a = metric_rows(straight), rows_b = metric_rows(split);
   // Epoch rows summarise what each process saw; the resumed epoch's row covers only its second part.
@@ -165,10 +167,7 @@ TEST(Resume, SigintSavesAMidEpochCheckpointThatResumesExactly) {
   EXPECT_LT(stopped.meta().step, 48) << "the signal came before the end";
   const auto b = trainer_cli("--resume " + (split / "last.pt").string());
   ASSERT_EQ(b.exit_code, 0) << b.output;
-  const auto ma = load_weights(straight / "last.pt"), mb = load_weights(split / "last.pt");
-  const auto pb = mb->named_parameters();
-  for (const auto& item : ma->named_parameters())
-    EXPECT_TRUE(torch::equal(item.value(), pb[item.key()])) << item.key() << " differs after SIGINT + resume";
+  expect_same_weights(*load_weights(straight / "last.pt"), *load_weights(split / "last.pt"), "after SIGINT + resume");
 }
 
 TEST(Resume, SigtermExits143AndASecondSignalExitsAtOnceKeepingTheLastCheckpoint) {
