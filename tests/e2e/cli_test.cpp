@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "e2e/e2e_support.hpp"
+#include "trainer/config/load.hpp"
 
 namespace trainer {
 namespace {
@@ -158,6 +159,16 @@ TEST(Cli, SyntheticDataNeedsNoFiles) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex("eval epoch 2: .* \\(([0-9]+)/48\\)"))) << r.output;
   EXPECT_GT(std::stoi(m[1]), 24) << "3 easy classes, chance is 16/48: " << r.output;
+}
+
+TEST(Cli, EveryShippedConfigParsesAndValidates) {
+  size_t seen = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(TRAINER_SOURCE_DIR) / "configs")) {
+    if (entry.path().extension() != ".json") continue;
+    ++seen;
+    EXPECT_NO_THROW(load_config(entry.path(), {})) << entry.path();
+  }
+  EXPECT_GE(seen, 6u);
 }
 
 }  // namespace
