@@ -96,7 +96,6 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   if (resume) {
     resume->restore_model(*s.model);
     resume->restore_optimizer(*s.optimizer);
-    resume->restore_rng();
     const CheckpointMeta& m = resume->meta();
     s.scaler.load_state(m.scaler);
     if (s.ema) {
@@ -104,6 +103,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
       if (resume->restore_ema(s.ema->model())) s.ema->set_updates(m.ema_updates);
       else s.ema = make_ema();
     }
+    resume->restore_rng();  // last: building a model above draws from the generator
     s.state = {m.epoch, m.step, m.batch_in_epoch, m.best};
     s.logs.main->info("resumed from {}: {} epoch(s){}, {} step(s) done", resume->path().string(), s.state.epoch,
                       m.batch_in_epoch ? " and " + std::to_string(m.batch_in_epoch) + " batch(es)" : "",

@@ -166,5 +166,27 @@ TEST(Config, ResolvedJsonRoundTrips) {
   EXPECT_DOUBLE_EQ(b.optim.lr, 0.123456789);
 }
 
+TEST(Config, EngineKeysAreCheckedTogether) {
+  auto rooted = [](json j) {
+    j.merge_patch({{"data", {{"root", "data"}}}});
+    return j;
+  };
+  json j = {{"train", {{"best_metric", "ema_top1"}}}};
+  EXPECT_EQ(config_error(rooted(j)), "config: train.best_metric: \"ema_top1\" needs train.ema.enabled");
+  j = {{"optim", {{"betas", {0.9, 1.0}}}}};
+  EXPECT_EQ(config_error(rooted(j)), "config: optim.betas: expected [beta1, beta2] in [0, 1), got [0.9,1.0]");
+  j = {{"schedule", {{"kind", "multistep"}}}};
+  EXPECT_EQ(config_error(rooted(j)), "config: schedule.milestones: the multistep schedule needs at least one milestone");
+  j = {{"schedule", {{"kind", "multistep"}, {"milestones", {3, 2}}}}};
+  EXPECT_EQ(config_error(rooted(j)), "config: schedule.milestones: expected increasing epochs >= 0, got [3.0,2.0]");
+  j = {{"schedule", {{"min_lr", 0.5}}}, {"optim", {{"lr_per_256", 0.1}}}, {"data", {{"batch_size", 256}}}};
+  EXPECT_EQ(config_error(rooted(j)), "config: schedule.min_lr: expected a value <= the base learning rate (0.1), got 0.5");
+  Config c;
+  c.optim.lr_per_256 = 0.1;
+  c.data.batch_size = 128;
+  c.train.accumulate_steps = 4;
+  EXPECT_DOUBLE_EQ(base_learning_rate(c), 0.2);
+}
+
 }  // namespace
 }  // namespace trainer
