@@ -176,7 +176,9 @@ void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) con
     archive_->read("optimizer", sub);
     optimizer.load(sub);
   } catch (const c10::Error& e) {
-    throw CheckpointError(path_.string() + ": optimizer state does not fit (" + first_line(e.what_without_backtrace()) + ")");
+    throw CheckpointError(path_.string() + ": optimizer state does not fit (" + first_line(e.what_without_backtrace()) +
+                          "); a checkpoint written before weight-decay groups existed resumes with --set "
+                          "optim.decay_norm_and_bias=true");
   }
 }
 

@@ -221,6 +221,10 @@ TEST(Resume, ChangingTheOptimizerOrDataKindIsRefusedOtherChangesAreListed) {
   r = trainer_cli("--resume " + last + " --set data.kind=synthetic --set train.epochs=2");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot continue with data.kind"), std::string::npos) << r.output;
+  // A different parameter grouping cannot take the saved optimizer state; the error says how to resume.
+  r = trainer_cli("--resume " + last + " --set train.epochs=2 --set optim.decay_norm_and_bias=true");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("optimizer state does not fit"), std::string::npos) << r.output;
   r = trainer_cli("--resume " + last + " --set train.epochs=2 --set train.log_every=2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resume: config change train.epochs: 1 -> 2 (allowed)"), std::string::npos) << r.output;
