@@ -135,7 +135,9 @@ FitResult fit(Session& s, FitLimits limits) {
     try {
       save_checkpoint(last_path, meta, {*s.model, *s.optimizer, s.ema ? &s.ema->model() : nullptr});
     } catch (const TrainError& e) {
-      throw TrainError(std::string(e.what()).substr(std::string("training: ").size()) + " (after step " +
+      // Re-raised with the step and the last good checkpoint; the message loses its own "train: " prefix.
+      const std::string what = e.what(), prefix = "train: ";
+      throw TrainError((what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what) + " (after step " +
                        std::to_string(s.state.step) + ")" + last_good());
     }
     for (const auto& path : also) link_checkpoint(last_path, path);
