@@ -21,6 +21,11 @@ int main(int argc, char** argv) {
                "  trainer --config configs/fashion_mnist_cnn.json        train (the default command)\n"
                "  trainer --resume runs/NAME/last.pt                     continue a run\n"
                "  trainer eval --checkpoint runs/NAME/best.pt            evaluate a checkpoint\n"
+               "  trainer eval --checkpoint best.pt --predictions p.csv  per-class report, confusion.png\n"
+               "  trainer predict --checkpoint best.pt cat.jpg           top-5 classes of images\n"
+               "  trainer plot runs/NAME                                 curves.png of a run\n"
+               "  trainer doctor --config c.json                         check machine, data and output first\n"
+               "  trainer config show --config c.json                    the resolved config (schema: config schema)\n"
                "  trainer export --checkpoint best.pt -o model.safetensors  weights for Python tools\n"
                "  trainer bench --arch resnet50 --batch 16 --size 224    time the training step\n"
                "  trainer bench data --config c.json                     time the input pipeline",
@@ -42,11 +47,17 @@ int main(int argc, char** argv) {
   app.add_flag("--smoke", train.smoke, "train a few batches for 2 epochs with a save, a resume and an eval");
 
   trainer::EvalArgs eval;
-  CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on the eval split: loss, top-1, top-5");
+  CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint: loss, top-1, top-5, per-class accuracy, confusion matrix and plot");
   eval_cmd->add_option("--checkpoint", eval.checkpoint, "checkpoint file (last.pt or best.pt)")->required();
   eval_cmd->add_option("-c,--config", eval.config, "evaluate with this config's data settings (model must match)");
   eval_cmd->add_option("--set", eval.overrides, "override a config key (repeatable)")->type_name("KEY=VALUE")->take_all();
-  eval_cmd->add_option("--output", eval.output, "also write the result to this JSON file");
+  eval_cmd->add_option("--split", eval.split, "val, or train (the training images with the eval transform)")
+      ->check(CLI::IsMember({"val", "train"}))
+      ->capture_default_str();
+  eval_cmd->add_flag("--ema", eval.ema, "evaluate the checkpoint's EMA weights");
+  eval_cmd->add_option("--output-dir", eval.output_dir, "folder for eval.json and confusion.png (default: the checkpoint's)");
+  eval_cmd->add_option("--output", eval.output, "write the JSON report to this file instead");
+  eval_cmd->add_option("--predictions", eval.predictions, "CSV with one row per image: path, label, top-5 and probabilities");
 
   trainer::ExportArgs export_args;
   CLI::App* export_cmd =
@@ -87,6 +98,35 @@ int main(int argc, char** argv) {
                            "time only reading and full-size decoding of the same files, on data.workers threads");
   data_bench_cmd->add_flag("--json", data_bench.json, "print one JSON line");
 
+  trainer::PredictArgs predict;
+  CLI::App* predict_cmd =
+      app.add_subcommand("predict", "top-5 classes of image files, with the checkpoint's own preprocessing");
+  predict_cmd->add_option("--checkpoint", predict.checkpoint, "checkpoint file (last.pt or best.pt)")->required();
+  predict_cmd->add_option("images", predict.images, "image files")->required();
+  predict_cmd->add_flag("--json", predict.json, "print one JSON line");
+
+  trainer::DoctorArgs doctor;
+  CLI::App* doctor_cmd = app.add_subcommand(
+      "doctor", "check LibTorch, BLAS, threads, every CUDA device and, with --config, the data and output folder");
+  doctor_cmd->add_option("-c,--config", doctor.config, "config whose data, output folder and settings are checked");
+  doctor_cmd->add_option("--set", doctor.overrides, "override a config key (repeatable)")->type_name("KEY=VALUE")->take_all();
+  doctor_cmd->add_option("-o,--output-dir", doctor.output_dir, "run folder to check (default: run.output_dir/run.name)");
+
+  trainer::PlotArgs plot;
+  CLI::App* plot_cmd = app.add_subcommand("plot", "draw RUN_DIR/curves.png from the run's metrics");
+  plot_cmd->add_option("run_dir", plot.run_dir, "run folder (holds metrics.jsonl)")->required();
+
+  trainer::ConfigShowArgs config_show;
+  CLI::App* config_cmd = app.add_subcommand("config", "print the resolved config, or the JSON Schema of every key");
+  config_cmd->require_subcommand(1);
+  CLI::App* config_show_cmd = config_cmd->add_subcommand("show", "print the config as trainer resolves it");
+  config_show_cmd->add_option("-c,--config", config_show.config, "JSON config file")->required();
+  config_show_cmd->add_option("--set", config_show.overrides, "override a config key (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->take_all();
+  CLI::App* config_schema_cmd =
+      config_cmd->add_subcommand("schema", "print a JSON Schema of the config (type, default, range, description)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -102,6 +142,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (eval_cmd->parsed()) return trainer::run_eval(eval);
+    if (predict_cmd->parsed()) return trainer::run_predict(predict);
+    if (plot_cmd->parsed()) return trainer::run_plot(plot);
+    if (doctor_cmd->parsed()) return trainer::run_doctor(doctor);
+    if (config_show_cmd->parsed()) return trainer::run_config_show(config_show);
+    if (config_schema_cmd->parsed()) return trainer::run_config_schema();
     if (export_cmd->parsed()) return trainer::run_export(export_args);
     if (data_bench_cmd->parsed()) return trainer::run_data_bench(data_bench);
     if (bench_cmd->parsed()) return trainer::run_bench(bench);

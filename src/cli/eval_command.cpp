@@ -2,46 +2,190 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "trainer/cli/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/data/sources.hpp"
+#include "trainer/engine/confusion.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/plot/chart.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
 
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kPairsShown = 10;      // most confused pairs printed and kept in eval.json
+constexpr size_t kClassesShown = 10;    // worst classes printed
+constexpr size_t kHeatMapClasses = 20;  // confusion.png shows at most this many classes
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char ch : s) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return quoted + "\"";
+}
+
+void write_text_atomically(const fs::path& path, const std::string& text) {
+  write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+}
+
+// One row per image: path, label, then the top-k classes and probabilities, best first.
+class PredictionTable {
+ public:
+  PredictionTable(const ImageSource& data, int64_t k) : data_(data) {
+    out_ << "path,label";
+    for (int64_t i = 1; i <= k; ++i) out_ << ",class" << i << ",prob" << i;
+    out_ << '\n';
+  }
+  void add(size_t first, const torch::Tensor& classes, const torch::Tensor& probs, const torch::Tensor& labels) {
+    const auto& names = data_.class_names();
+    const auto c = classes.accessor<int64_t, 2>();
+    const auto p = probs.accessor<float, 2>();
+    const auto y = labels.accessor<int64_t, 1>();
+    char prob[32];
+    for (int64_t i = 0; i < classes.size(0); ++i) {
+      out_ << csv_field(data_.sample_name(first + static_cast<size_t>(i))) << ','
+           << (y[i] == kDroppedLabel ? std::string("unreadable") : csv_field(names[static_cast<size_t>(y[i])]));
+      for (int64_t j = 0; j < classes.size(1); ++j) {
+        std::snprintf(prob, sizeof(prob), "%.6f", p[i][j]);
+        out_ << ',' << (y[i] == kDroppedLabel ? "" : csv_field(names[static_cast<size_t>(c[i][j])])) << ','
+             << (y[i] == kDroppedLabel ? "" : prob);
+      }
+      out_ << '\n';
+    }
+  }
+  std::string text() const { return out_.str(); }
+
+ private:
+  const ImageSource& data_;
+  std::ostringstream out_;
+};
+
+cv::Mat confusion_picture(const torch::Tensor& confusion, const std::vector<std::string>& names,
+                          const std::string& what) {
+  const auto shown = most_confused_classes(confusion, kHeatMapClasses);
+  const auto m = confusion.contiguous();
+  const auto a = m.accessor<int64_t, 2>();
+  std::vector<std::vector<int64_t>> counts;
+  std::vector<std::string> labels;
+  for (int64_t r : shown) {
+    labels.push_back(names[static_cast<size_t>(r)]);
+    counts.emplace_back();
+    for (int64_t c : shown) counts.back().push_back(a[r][c]);
+  }
+  const std::string title = shown.size() < names.size()
+                                ? "confusion, " + what + ": the " + std::to_string(shown.size()) +
+                                      " most confused of " + std::to_string(names.size()) + " classes"
+                                : "confusion, " + what;
+  return draw_heat_map(counts, labels, title, "true class", "predicted class (colour: share of the true class)");
+}
+
+}  // namespace
+
 int run_eval(const EvalArgs& args) {
   if (args.checkpoint.empty()) throw UsageError("eval needs --checkpoint FILE");
+  if (args.split != "val" && args.split != "train")
+    throw UsageError("--split: expected val or train, got " + args.split);
   const LoadedCheckpoint checkpoint(args.checkpoint);
   const Config c = config_for_checkpoint(checkpoint, args.config, args.overrides).config;
   apply_threads(c.run);
   const torch::Device device = select_device(c.run.device);
-  const auto data = make_source(c, Split::eval);
+  const bool train_split = args.split == "train";
+  const auto data = make_source(c, train_split ? Split::train_unaugmented : Split::eval);
   auto model = build_model(c.model, data->shape());
-  checkpoint.restore_model(*model);
+  if (args.ema) {
+    if (!checkpoint.restore_ema(*model))
+      throw CheckpointError(args.checkpoint + ": holds no EMA weights (the run had train.ema.enabled false)");
+  } else {
+    checkpoint.restore_model(*model);
+  }
   place_model(*model, device, c.model.channels_last);
+
   auto logs = make_run_logs({});
   auto bad = std::make_shared<BadSamples>("eval", data->size(), c.data.max_bad_fraction, logs.main);
-  const EvalResult r = evaluate(*model, data, eval_options(c, device, bad));
+  EvalOptions options = eval_options(c, device, bad);
+  options.confusion = true;
+  const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
+  std::unique_ptr<PredictionTable> predictions;
+  if (!args.predictions.empty()) {
+    predictions = std::make_unique<PredictionTable>(*data, k);
+    options.on_batch = [&](size_t first, const torch::Tensor& classes, const torch::Tensor& probs,
+                           const torch::Tensor& labels) { predictions->add(first, classes, probs, labels); };
+  }
+  const EvalResult r = evaluate(*model, data, options);
   if (r.dropped)
     logs.main->warn("{} unreadable image(s) left out; the figures cover the other {}", r.dropped, r.count);
-  std::printf("eval %s (epoch %lld): %lld images, loss %.4f, top1 %.4f (%lld), top5 %.4f (%lld), %.1fs\n",
-              args.checkpoint.c_str(), static_cast<long long>(checkpoint.meta().epoch), static_cast<long long>(r.count),
-              r.loss(), r.top1(), static_cast<long long>(r.correct1), r.top5(), static_cast<long long>(r.correct5),
-              r.seconds);
-  if (!args.output.empty()) {
-    const nlohmann::json j = {{"checkpoint", args.checkpoint}, {"epoch", checkpoint.meta().epoch},
-                              {"images", r.count},             {"unreadable", r.dropped},
-                              {"loss", r.loss()},
-                              {"top1", r.top1()},              {"top5", r.top5()},
-                              {"correct1", r.correct1},        {"correct5", r.correct5}};
-    const std::string text = j.dump(2) + "\n";
-    write_file_atomically(args.output, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+
+  const std::string what = std::string(train_split ? "train split" : "val split") + (args.ema ? ", EMA weights" : "");
+  std::printf("eval %s (epoch %lld, %s): %lld images, loss %.4f, top1 %.4f (%lld), top5 %.4f (%lld), %.1fs\n",
+              args.checkpoint.c_str(), static_cast<long long>(checkpoint.meta().epoch), what.c_str(),
+              static_cast<long long>(r.count), r.loss(), r.top1(), static_cast<long long>(r.correct1), r.top5(),
+              static_cast<long long>(r.correct5), r.seconds);
+
+  const auto& names = data->class_names();
+  const auto scores = per_class_scores(r.confusion);
+  const auto pairs = most_confused_pairs(r.confusion, kPairsShown);
+  std::vector<size_t> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a].accuracy() < scores[b].accuracy(); });
+  const size_t worst = std::min(kClassesShown, order.size());
+  std::printf("%s:\n", worst < order.size() ? ("lowest per-class accuracy (" + std::to_string(worst) + " of " +
+                                               std::to_string(order.size()) + " classes)").c_str()
+                                             : "per-class accuracy, lowest first");
+  for (size_t i = 0; i < worst; ++i) {
+    const auto& s = scores[order[i]];
+    std::printf("  %-24s %.4f (%lld/%lld)\n", names[order[i]].c_str(), s.accuracy(), static_cast<long long>(s.correct),
+                static_cast<long long>(s.images));
+  }
+  if (!pairs.empty()) std::printf("most confused (true -> predicted):\n");
+  for (const auto& p : pairs)
+    std::printf("  %s -> %s: %lld (%.1f%% of %s)\n", names[p.truth].c_str(), names[p.predicted].c_str(),
+                static_cast<long long>(p.count),
+                100.0 * static_cast<double>(p.count) / static_cast<double>(std::max<int64_t>(1, scores[p.truth].images)),
+                names[p.truth].c_str());
+
+  // Reports land next to the checkpoint unless told otherwise; names say which split and weights.
+  const fs::path dir = args.output_dir.empty() ? fs::path(args.checkpoint).parent_path() : fs::path(args.output_dir);
+  if (!dir.empty()) fs::create_directories(dir);
+  const std::string suffix = std::string(train_split ? "_train" : "") + (args.ema ? "_ema" : "");
+  nlohmann::json per_class = nlohmann::json::array();
+  for (size_t i = 0; i < scores.size(); ++i)
+    per_class.push_back({{"class", i}, {"name", names[i]}, {"images", scores[i].images},
+                         {"correct", scores[i].correct}, {"accuracy", scores[i].accuracy()}});
+  nlohmann::json confused = nlohmann::json::array();
+  for (const auto& p : pairs)
+    confused.push_back({{"true", p.truth}, {"predicted", p.predicted}, {"true_name", names[p.truth]},
+                        {"predicted_name", names[p.predicted]}, {"count", p.count}});
+  const auto m = r.confusion.contiguous();
+  const std::vector<int64_t> flat(m.data_ptr<int64_t>(), m.data_ptr<int64_t>() + m.numel());
+  nlohmann::json matrix = nlohmann::json::array();
+  for (size_t row = 0; row < scores.size(); ++row)
+    matrix.push_back(std::vector<int64_t>(flat.begin() + static_cast<std::ptrdiff_t>(row * scores.size()),
+                                          flat.begin() + static_cast<std::ptrdiff_t>((row + 1) * scores.size())));
+  const nlohmann::json j = {{"checkpoint", args.checkpoint}, {"epoch", checkpoint.meta().epoch},
+                            {"split", args.split},           {"weights", args.ema ? "ema" : "raw"},
+                            {"images", r.count},             {"unreadable", r.dropped},
+                            {"loss", r.loss()},              {"top1", r.top1()},
+                            {"top5", r.top5()},              {"correct1", r.correct1},
+                            {"correct5", r.correct5},        {"per_class", per_class},
+                            {"most_confused", confused},     {"confusion", matrix}};
+  const fs::path json_path = args.output.empty() ? dir / ("eval" + suffix + ".json") : fs::path(args.output);
+  write_text_atomically(json_path, j.dump(2) + "\n");
+  const fs::path png = dir / ("confusion" + suffix + ".png");
+  write_png(png, confusion_picture(r.confusion, names, what));
+  std::printf("wrote %s and %s\n", json_path.string().c_str(), png.string().c_str());
+  if (predictions) {
+    write_text_atomically(args.predictions, predictions->text());
+    std::printf("wrote %s (%lld rows)\n", args.predictions.c_str(), static_cast<long long>(r.read));
   }
   return 0;
 }

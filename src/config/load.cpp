@@ -45,6 +45,7 @@ json load_with_parents(const fs::path& file, std::vector<fs::path>& chain) {
     throw ConfigError(file.string() + ": invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
   }
   if (!j.is_object()) throw ConfigError(file.string() + ": expected a JSON object at the top level");
+  j.erase("$schema");  // an editor's pointer to configs/schema.json, not a setting
 
   const auto it = j.find("extends");
   if (it == j.end()) return j;

@@ -57,7 +57,7 @@ void check_class_count(const fs::path& where, size_t found, int64_t num_classes)
 }  // namespace
 
 std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bool train, int64_t num_classes,
-                                                      int64_t channels) {
+                                                      int64_t channels, std::optional<bool> augment) {
   std::error_code ec;
   if (!fs::is_directory(data.root, ec)) throw DataError(data.root + ": no such folder (data.root)");
   const fs::path train_dir = under_root(data, data.train_dir), val_dir = under_root(data, data.val_dir);
@@ -91,7 +91,7 @@ std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bo
   }
   std::vector<std::string> names = classes;
   if (!data.class_names_file.empty()) names = read_class_names(under_root(data, data.class_names_file), classes);
-  return std::make_shared<FolderSource>(dir, std::move(files), std::move(names), make_transform_spec(data, train),
+  return std::make_shared<FolderSource>(dir, std::move(files), std::move(names), make_transform_spec(data, augment.value_or(train)),
                                         channels);
 }
 

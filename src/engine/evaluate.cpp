@@ -6,13 +6,15 @@
 namespace trainer {
 
 EvalOptions eval_options(const Config& c, const torch::Device& device, std::shared_ptr<BadSamples> bad) {
-  return {static_cast<size_t>(c.data.eval_batch_size),
-          static_cast<size_t>(c.data.workers),
-          device,
-          make_normalization(c.data.mean, c.data.std, c.model.in_channels, device),
-          c.model.channels_last,
-          static_cast<size_t>(c.data.prefetch),
-          std::move(bad)};
+  EvalOptions o;
+  o.batch_size = static_cast<size_t>(c.data.eval_batch_size);
+  o.workers = static_cast<size_t>(c.data.workers);
+  o.device = device;
+  o.norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, device);
+  o.channels_last = c.model.channels_last;
+  o.prefetch = static_cast<size_t>(c.data.prefetch);
+  o.bad = std::move(bad);
+  return o;
 }
 
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
@@ -31,6 +33,8 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   torch::Tensor correct1 = torch::zeros({}, options_i64), correct5 = torch::zeros({}, options_i64);
   torch::Tensor counted = torch::zeros({}, options_i64);
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(options.device));
+  const int64_t classes = static_cast<int64_t>(data->class_names().size());
+  torch::Tensor confusion = options.confusion ? torch::zeros({classes * classes}, options_i64) : torch::Tensor();
   EvalResult result;
   try {  // see fit(): unwrap errors from loader threads
     for (ImageBatch& batch : *loader) {
@@ -43,10 +47,21 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
                                                            .reduction(torch::kSum)
                                                            .ignore_index(kDroppedLabel))
                       .to(torch::kDouble);
-      const auto hits = std::get<1>(logits.topk(k, 1)).eq(y.unsqueeze(1));
+      const auto top = logits.topk(k, 1);
+      const auto hits = std::get<1>(top).eq(y.unsqueeze(1));
       correct1 += hits.select(1, 0).sum();
       correct5 += hits.any(1).sum();
-      counted += y.ne(kDroppedLabel).sum();
+      const auto kept = y.ne(kDroppedLabel);
+      counted += kept.sum();
+      if (options.confusion) {
+        const auto cell = (y * classes + std::get<1>(top).select(1, 0)).masked_select(kept);
+        confusion += torch::bincount(cell, {}, classes * classes);
+      }
+      if (options.on_batch) {
+        // The top-k probabilities are the top-k logits' softmax over all classes.
+        const auto probs = std::get<0>(top) - logits.logsumexp(1, /*keepdim=*/true);
+        options.on_batch(static_cast<size_t>(result.read), std::get<1>(top).cpu(), probs.exp().cpu(), y.cpu());
+      }
       result.read += y.size(0);
     }
   } catch (const torch::data::WorkerException& e) {
@@ -57,6 +72,7 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   result.correct1 = correct1.item<int64_t>();
   result.correct5 = correct5.item<int64_t>();
   result.loss_sum = loss_sum.item<double>();
+  if (options.confusion) result.confusion = confusion.view({classes, classes}).cpu();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

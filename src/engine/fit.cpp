@@ -13,6 +13,7 @@
 #include "trainer/engine/train_step.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/optim/schedule.hpp"
+#include "trainer/plot/curves.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/hash.hpp"
 #include "trainer/util/stop_signals.hpp"
@@ -335,6 +336,15 @@ FitResult fit(Session& s, FitLimits limits) {
         log.info("best {} so far: {:.4f}", best_metrics()[static_cast<size_t>(c.train.best_metric)].first, value);
       }
       s.model->train();
+    }
+
+    // ---- curves.png from the metrics so far; a drawing problem never stops the run ----
+    if (c.run.plot && !s.run_dir.empty()) {
+      try {
+        plot_run(s.run_dir);
+      } catch (const std::exception& e) {
+        log.warn("curves.png not drawn: {}", e.what());
+      }
     }
 
     // ---- every checkpoint_every epochs, and after the last: last.pt, with best.pt / epoch-E.pt as links ----

@@ -110,7 +110,8 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
                       s.state.step);
   }
   if (!s.run_dir.empty())
-    s.metrics = std::make_unique<MetricsSink>(s.run_dir, resume ? std::optional<int64_t>(s.state.step) : std::nullopt);
+    s.metrics = std::make_unique<MetricsSink>(s.run_dir, resume ? std::optional<int64_t>(s.state.step) : std::nullopt,
+                                              c.run.tensorboard);
   return s;
 }
 

@@ -44,7 +44,17 @@ void truncate_after(const fs::path& jsonl, const fs::path& csv, int64_t resume_s
 
 }  // namespace
 
-MetricsSink::MetricsSink(const fs::path& run_dir, std::optional<int64_t> resume_step) {
+Scalars tensorboard_scalars(const MetricsRow& r) {
+  Scalars out;
+  const auto values = numbers(r);
+  for (size_t i = 0; i < values.size(); ++i) out.emplace_back(r.kind + "/" + kColumns[3 + i], values[i]);
+  // The share of the interval spent waiting for data: the number to watch for an input-bound run.
+  const double busy = r.data_wait_s + r.compute_s;
+  out.emplace_back(r.kind + "/data_wait_share", busy > 0 ? r.data_wait_s / busy : MetricsRow::none);
+  return out;
+}
+
+MetricsSink::MetricsSink(const fs::path& run_dir, std::optional<int64_t> resume_step, bool tensorboard) {
   const fs::path csv = run_dir / "metrics.csv", jsonl = run_dir / "metrics.jsonl";
   if (resume_step && fs::exists(jsonl)) truncate_after(jsonl, csv, *resume_step);
   const bool fresh = !resume_step || !fs::exists(csv);
@@ -52,6 +62,7 @@ MetricsSink::MetricsSink(const fs::path& run_dir, std::optional<int64_t> resume_
   jsonl_.open(jsonl, fresh ? std::ios::trunc : std::ios::app);
   if (!csv_ || !jsonl_) throw Error("cannot write metrics files in " + run_dir.string(), 1);
   if (fresh) csv_ << join(std::vector<std::string>(std::begin(kColumns), std::end(kColumns)), ",") << '\n';
+  if (tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>(run_dir / "tb", resume_step);
 }
 
 void MetricsSink::write(const MetricsRow& r) {
@@ -67,6 +78,7 @@ void MetricsSink::write(const MetricsRow& r) {
   }
   csv_ << line.str() << '\n' << std::flush;
   jsonl_ << j.dump() << '\n' << std::flush;
+  if (tensorboard_) tensorboard_->write_scalars(r.step, tensorboard_scalars(r));
 }
 
 }  // namespace trainer

@@ -22,7 +22,11 @@ struct EvalArgs {
   std::string checkpoint;              // --checkpoint FILE
   std::string config;                  // --config FILE: data settings to evaluate on (model must match)
   std::vector<std::string> overrides;  // --set KEY=VALUE
-  std::string output;                  // --output FILE: write the result as JSON
+  std::string output;                  // --output FILE: the JSON report (default: OUTPUT_DIR/eval.json)
+  std::string output_dir;              // --output-dir DIR: eval.json and confusion.png (default: the checkpoint's folder)
+  std::string split = "val";           // --split val|train (train: the training images, eval transform)
+  bool ema = false;                    // --ema: the checkpoint's EMA weights
+  std::string predictions;             // --predictions FILE.csv: one row per image with its top-5
 };
 
 struct ExportArgs {
@@ -60,7 +64,37 @@ struct DataBenchArgs {
   bool json = false;
 };
 
+// `trainer config show`: the resolved config (extends, --set and derived defaults applied) as JSON.
+struct ConfigShowArgs {
+  std::string config;                  // --config FILE
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+};
+
+// `trainer predict`: top-5 classes of image files with a checkpoint's own preprocessing.
+struct PredictArgs {
+  std::string checkpoint;              // --checkpoint FILE
+  std::vector<std::string> images;     // IMAGE...
+  bool json = false;                   // --json: one JSON line
+};
+
+// `trainer doctor`: checks of the runtime, each CUDA device and, with a config, its data and output folder.
+struct DoctorArgs {
+  std::string config;                  // --config FILE (optional)
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+  std::string output_dir;              // --output-dir DIR: the run folder to check (default: run.output_dir/run.name)
+};
+
+// `trainer plot RUN_DIR`: curves.png from the run's metrics.jsonl.
+struct PlotArgs {
+  std::string run_dir;
+};
+
 int run_train(const TrainArgs& args);
+int run_config_show(const ConfigShowArgs& args);
+int run_config_schema();
+int run_predict(const PredictArgs& args);
+int run_plot(const PlotArgs& args);
+int run_doctor(const DoctorArgs& args);
 int run_eval(const EvalArgs& args);
 int run_export(const ExportArgs& args);
 int run_bench(const BenchArgs& args);

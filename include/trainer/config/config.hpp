@@ -17,6 +17,8 @@ struct RunConfig {
   int64_t seed = 0;
   std::string device = "auto";
   int64_t threads = 0;              // intra-op threads; 0: all cores
+  bool tensorboard = true;          // event files under RUN_DIR/tb
+  bool plot = true;                 // redraw RUN_DIR/curves.png after every epoch
 
   template <class V>
   void visit(V& v) {
@@ -25,6 +27,8 @@ struct RunConfig {
     v.field("seed", seed, "seed for initialisation, data order and augmentation", Range::at_least(0));
     v.field("device", device, "auto, cpu, cuda or cuda:N");
     v.field("threads", threads, "intra-op CPU threads; 0 uses all cores", Range::at_least(0));
+    v.field("tensorboard", tensorboard, "write TensorBoard event files under the run folder's tb/");
+    v.field("plot", plot, "redraw curves.png in the run folder after every epoch");
   }
 };
 

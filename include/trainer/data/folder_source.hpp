@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ class FolderSource final : public ImageSource {
   const std::vector<std::string>& class_names() const override { return class_names_; }
   ImageShape shape() const override { return {spec_.size, spec_.size, channels_}; }
   std::string describe() const override;
+  std::string sample_name(size_t i) const override { return file(i).string(); }
   std::filesystem::path file(size_t i) const { return dir_ / files_.path(i); }
 
  private:
@@ -40,8 +42,9 @@ class FolderSource final : public ImageSource {
 
 // The train split (ROOT/train_dir/<class>/*) or the eval split (ROOT/val_dir/* listed in ROOT/val_labels, or
 // ROOT/val_dir/<class>/* when that file does not exist). Classes come from the train folder's sub-folders and
-// must number model.num_classes. Throws DataError for a missing or malformed layout.
+// must number model.num_classes. `augment` picks the train transform or the eval one (default: the train one
+// for the train split). Throws DataError for a missing or malformed layout.
 std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bool train, int64_t num_classes,
-                                                      int64_t channels);
+                                                      int64_t channels, std::optional<bool> augment = std::nullopt);
 
 }  // namespace trainer

@@ -40,6 +40,8 @@ class ImageSource {
   virtual ImageShape shape() const = 0;
   // For logs: "MNIST IDX /data/train-images-idx3-ubyte.gz (60000 images)".
   virtual std::string describe() const = 0;
+  // Which sample i is, for per-image reports: the file path of an image folder, "images-file#index" for IDX.
+  virtual std::string sample_name(size_t i) const { return "#" + std::to_string(i); }
 
   // One sample in its own buffer (tests and tools; the loader uses read_into).
   Sample read(size_t i, const ReadContext& context = {}) const {

@@ -31,6 +31,7 @@ class MnistIdx final : public ImageSource {
   const std::vector<std::string>& class_names() const override { return class_names_; }
   ImageShape shape() const override { return {rows_, cols_, 1}; }
   std::string describe() const override;
+  std::string sample_name(size_t i) const override { return files_.images.string() + "#" + std::to_string(i); }
 
  private:
   IdxFiles files_;

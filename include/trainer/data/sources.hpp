@@ -9,7 +9,8 @@
 
 namespace trainer {
 
-enum class Split { train, eval };
+// train_unaugmented: the training images with the eval transform (`trainer eval --split train`).
+enum class Split { train, eval, train_unaugmented };
 
 // Reads config.data (and model.num_classes / in_channels, run.seed). Applies data.limit_train / data.limit_eval.
 // Throws DataError for missing or malformed files.

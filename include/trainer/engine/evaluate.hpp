@@ -1,9 +1,11 @@
 // Evaluation over a whole split with exact counts: loss, top-1 and top-5 (top-k for fewer than 5 classes).
-// Unreadable images (with EvalOptions::bad) are left out of the figures and counted in `dropped`.
+// Unreadable images (with EvalOptions::bad) are left out of the figures and counted in `dropped`. On request it
+// also fills the confusion matrix and hands each batch's top-k predictions to a callback (`trainer eval`).
 //   EvalResult r = evaluate(*model, eval_source, {256, 2, device, norm});
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "trainer/config/config.hpp"
@@ -21,6 +23,12 @@ struct EvalOptions {
   bool channels_last = false;
   size_t prefetch = 4;
   std::shared_ptr<BadSamples> bad;  // null: an unreadable image is an error
+  bool confusion = false;           // fill EvalResult::confusion
+  // Called after each batch with the index of its first sample (samples are in order), the top-k classes
+  // and softmax probabilities (int64 and float [B, k], on the CPU) and the labels (kDroppedLabel: unreadable).
+  std::function<void(size_t first, const torch::Tensor& classes, const torch::Tensor& probs,
+                     const torch::Tensor& labels)>
+      on_batch;
 };
 
 struct EvalResult {
@@ -31,6 +39,7 @@ struct EvalResult {
   int64_t correct5 = 0;
   double loss_sum = 0.0;  // summed cross-entropy (no label smoothing)
   double seconds = 0.0;
+  torch::Tensor confusion;  // with EvalOptions::confusion: int64 [C, C] on the CPU, rows true class, columns predicted
 
   double loss() const { return count ? loss_sum / static_cast<double>(count) : 0.0; }
   double top1() const { return count ? static_cast<double>(correct1) / static_cast<double>(count) : 0.0; }

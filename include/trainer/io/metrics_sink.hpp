@@ -1,20 +1,26 @@
 // metrics.csv and metrics.jsonl in the run folder: one row per log interval ("train"), per epoch ("epoch":
-// the whole epoch's training loss, top-1 and speed) and per evaluation ("eval"). On resume, rows written after the checkpoint's step are dropped so the files read as one run.
-//   MetricsSink sink(run_dir, /*resume_step=*/std::nullopt);  sink.write(row);
+// the whole epoch's training loss, top-1 and speed) and per evaluation ("eval", "eval_ema"); and, with
+// TensorBoard on, the same numbers as scalars tagged "<kind>/<column>" (plus "<kind>/data_wait_share") at the
+// row's step under RUN_DIR/tb. On resume, rows written after the checkpoint's step are dropped from all of
+// them, so the files read as one run.
+//   MetricsSink sink(run_dir, /*resume_step=*/std::nullopt, /*tensorboard=*/true);  sink.write(row);
 #pragma once
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "trainer/io/tensorboard.hpp"
 
 namespace trainer {
 
 struct MetricsRow {
   static constexpr double none = std::numeric_limits<double>::quiet_NaN();  // written as empty / null
-  std::string kind;  // "train", "epoch" or "eval"
+  std::string kind;  // "train", "epoch", "eval" or "eval_ema"
   int64_t epoch = 0;
   int64_t step = 0;
   double lr = none;
@@ -32,12 +38,16 @@ struct MetricsRow {
 class MetricsSink {
  public:
   // resume_step: keep existing rows up to this step; nullopt starts new files.
-  MetricsSink(const std::filesystem::path& run_dir, std::optional<int64_t> resume_step);
+  MetricsSink(const std::filesystem::path& run_dir, std::optional<int64_t> resume_step, bool tensorboard);
   void write(const MetricsRow& row);
 
  private:
   std::ofstream csv_;
   std::ofstream jsonl_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
 };
+
+// The TensorBoard scalars of one row (NaN for the columns the row leaves empty).
+Scalars tensorboard_scalars(const MetricsRow& row);
 
 }  // namespace trainer

@@ -1,0 +1,304 @@
+// `trainer doctor`: "will my run work on this machine?", one line per check (ok / warning / failed + hint).
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "trainer/cli/commands.hpp"
+#include "trainer/config/load.hpp"
+#include "trainer/data/sources.hpp"
+#include "trainer/engine/loss_scaler.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/util/atomic_file.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
+#include "trainer/util/torch_compat.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+enum class Verdict { ok, warning, failed };
+
+class Report {
+ public:
+  void add(Verdict v, const std::string& check, const std::string& detail, const std::string& hint = "") {
+    static const char* const names[] = {"ok", "warning", "failed"};
+    std::printf("%-8s %-11s %s%s\n", names[static_cast<int>(v)], check.c_str(), detail.c_str(),
+                hint.empty() ? "" : ("  (hint: " + hint + ")").c_str());
+    std::fflush(stdout);
+    if (v == Verdict::failed) ++failed_;
+    if (v == Verdict::warning) ++warnings_;
+  }
+  int failed() const { return failed_; }
+  int warnings() const { return warnings_; }
+
+ private:
+  int failed_ = 0, warnings_ = 0;
+};
+
+std::string mib(double bytes) { return format_number(std::round(bytes / (1024.0 * 1024.0) * 10) / 10) + " MiB"; }
+std::string gib(double bytes) { return format_number(std::round(bytes / (1024.0 * 1024.0 * 1024.0) * 10) / 10) + " GiB"; }
+
+// The BLAS library mapped into this process: Debian's LibTorch uses whichever libblas.so.3 the alternatives
+// system points at, and the generic reference one is several times slower for linear layers.
+std::string loaded_blas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line, found;
+  while (std::getline(maps, line)) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    for (const char* name : {"openblas", "mkl_rt", "libmkl", "blis", "/blas/libblas", "libblas"})
+      if (path.find(name) != std::string::npos && found.empty()) found = path;
+  }
+  return found;
+}
+
+void check_runtime(Report& report) {
+  const std::string parallel = at::get_parallel_info();
+  const bool openmp = parallel.find("OpenMP") != std::string::npos;
+  report.add(Verdict::ok, "libtorch",
+             "LibTorch " + compat::torch_version() + ", CUDA " + (torch::cuda::is_available() ? "yes" : "no") +
+                 ", cuDNN " + (torch::cuda::cudnn_is_available() ? "yes" : "no") +
+                 ", parallel backend " + (openmp ? "OpenMP" : "native"));
+  const std::string blas = loaded_blas();
+  if (blas.empty())
+    report.add(Verdict::warning, "blas", "no BLAS library found mapped in the process",
+               "on Debian, install libopenblas0-pthread");
+  else if (blas.find("/blas/libblas") != std::string::npos)
+    report.add(Verdict::warning, "blas", "reference BLAS " + blas + " (slow linear layers)",
+               "apt-get install libopenblas0-pthread");
+  else
+    report.add(Verdict::ok, "blas", blas);
+  const unsigned cores = std::thread::hardware_concurrency();
+  const int threads = at::get_num_threads();
+  report.add(threads > static_cast<int>(cores) ? Verdict::warning : Verdict::ok, "threads",
+             std::to_string(threads) + " intra-op, " + std::to_string(at::get_num_interop_threads()) + " inter-op, " +
+                 std::to_string(cores) + " cores",
+             threads > static_cast<int>(cores) ? "more threads than cores slows training: set run.threads" : "");
+}
+
+// Name and total memory through the CUDA driver API, loaded at run time so CPU builds need no CUDA headers.
+struct DriverInfo {
+  std::string name;
+  size_t total = 0;
+};
+DriverInfo cuda_driver_info(int index) {
+  DriverInfo info;
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!lib) return info;
+  using Init = int (*)(unsigned);
+  using Get = int (*)(int*, int);
+  using Name = int (*)(char*, int, int);
+  using Total = int (*)(size_t*, int);
+  auto init = reinterpret_cast<Init>(dlsym(lib, "cuInit"));
+  auto get = reinterpret_cast<Get>(dlsym(lib, "cuDeviceGet"));
+  auto name = reinterpret_cast<Name>(dlsym(lib, "cuDeviceGetName"));
+  auto total = reinterpret_cast<Total>(dlsym(lib, "cuDeviceTotalMem_v2"));
+  int device = 0;
+  char buffer[256] = {};
+  if (init && get && name && init(0) == 0 && get(&device, index) == 0 && name(buffer, sizeof(buffer) - 1, device) == 0)
+    info.name = buffer;
+  if (total && get && get(&device, index) == 0) total(&info.total, device);
+  return info;
+}
+
+void check_cuda_device(Report& report, int index) {
+  const std::string label = "cuda:" + std::to_string(index);
+  const DriverInfo info = cuda_driver_info(index);
+  try {
+    const torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+    // A real allocation of 256 MiB, written and read back.
+    auto block = torch::ones({64 * 1024 * 1024}, torch::TensorOptions().device(device));
+    const double sum = block.sum().item<double>();
+    block.reset();
+    // A matrix product, against the CPU's.
+    torch::manual_seed(0);
+    const auto a = torch::randn({512, 512}), b = torch::randn({512, 512});
+    const double error = (a.to(device).mm(b.to(device)).cpu() - a.mm(b)).abs().max().item<double>();
+    // One float16 autocast step with the loss scaler, on a small linear model.
+    torch::nn::Linear linear(64, 10);
+    linear->to(device);
+    const auto before = linear->weight.detach().clone();
+    AmpConfig amp;
+    amp.enabled = true;
+    amp.dtype = AmpDtype::float16;
+    LossScaler scaler(amp, true);
+    torch::optim::SGD sgd(linear->parameters(), torch::optim::SGDOptions(0.1));
+    torch::Tensor loss;
+    {
+      compat::AutocastGuard autocast(torch::kCUDA, torch::kHalf);
+      const auto x = torch::randn({32, 64}, torch::TensorOptions().device(device));
+      const auto y = torch::randint(10, {32}, torch::TensorOptions().device(device).dtype(torch::kLong));
+      loss = torch::nn::functional::cross_entropy(linear(x).to(torch::kFloat), y);
+    }
+    scaler.scale(loss).backward();
+    const bool overflow = scaler.unscale(linear->parameters());
+    if (!overflow) sgd.step();
+    scaler.update(overflow);
+    const bool moved = !torch::equal(before, linear->weight.detach());
+    const bool good = sum == 64.0 * 1024 * 1024 && error < 1e-2 && std::isfinite(loss.item<double>()) && moved;
+    report.add(good ? Verdict::ok : Verdict::failed, label,
+               (info.name.empty() ? std::string("CUDA device") : info.name) +
+                   (info.total ? ", " + gib(static_cast<double>(info.total)) : std::string()) +
+                   ": 256 MiB allocation, 512x512 matmul (max error " + format_number(error) +
+                   "), float16 autocast + loss scaler step " + (good ? "all fine" : "FAILED"),
+               good ? "" : "check the driver and CUDA versions against this LibTorch build");
+  } catch (const std::exception& e) {
+    report.add(Verdict::failed, label, (info.name.empty() ? std::string() : info.name + ": ") +
+                                           std::string(e.what()).substr(0, std::string(e.what()).find('\n')),
+               "check the driver (nvidia-smi) and that LibTorch was built for this CUDA");
+  }
+}
+
+// Returns the training image shape when the train split opens.
+std::optional<ImageShape> check_data(Report& report, const Config& c) {
+  std::optional<ImageShape> shape;
+  for (const Split split : {Split::train, Split::eval}) {
+    const char* name = split == Split::train ? "data train" : "data eval";
+    std::shared_ptr<const ImageSource> source;
+    try {
+      source = make_source(c, split);
+    } catch (const Error& e) {
+      report.add(Verdict::failed, name, e.what(), "check data.root and the layout in README (data)");
+      continue;
+    }
+    if (split == Split::train) shape = source->shape();
+    // Decode an evenly spaced sample: bad files show up now, not hours into the run.
+    const size_t n = source->size(), sample = std::min<size_t>(n, 64);
+    std::vector<std::string> bad;
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < sample; ++i) {
+      const size_t index = i * n / sample;
+      try {
+        source->read(index, {static_cast<uint64_t>(c.run.seed), 0});
+      } catch (const std::exception& e) {
+        bad.push_back(std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+      }
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::string detail = source->describe() + "; " + std::to_string(source->class_names().size()) + " classes; " +
+                         std::to_string(sample - bad.size()) + "/" + std::to_string(sample) + " sampled images read (" +
+                         format_number(std::round(ms / std::max<size_t>(sample, 1) * 100) / 100) + " ms each)";
+    if (bad.empty()) {
+      report.add(Verdict::ok, name, detail);
+    } else {
+      for (size_t i = 0; i < bad.size() && i < 3; ++i) detail += "; " + bad[i];
+      report.add(bad.size() == sample ? Verdict::failed : Verdict::warning, name, detail,
+                 "training replaces up to data.max_bad_fraction unreadable images; remove or fix these files");
+    }
+  }
+  return shape;
+}
+
+// The nearest folder that exists at or above `p` (where the run folder would be created).
+fs::path existing_ancestor(fs::path p) {
+  p = fs::absolute(p);
+  std::error_code ec;
+  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  return p;
+}
+
+void check_output(Report& report, const Config& c, const fs::path& run_dir, const std::optional<ImageShape>& shape) {
+  const fs::path base = existing_ancestor(run_dir);
+  std::error_code ec;
+  if (!fs::is_directory(base, ec)) {
+    report.add(Verdict::failed, "output", run_dir.string() + ": cannot be created, " + base.string() + " is not a folder",
+               "set run.output_dir or --output-dir to a folder");
+    return;
+  }
+  // Write a checkpoint-sized file the way checkpoints are written (temporary file, fsync, rename).
+  ClassifierPtr model;
+  try {
+    model = build_model(c.model, shape.value_or(ImageShape{c.data.augment.image_size, c.data.augment.image_size,
+                                                           c.model.in_channels}));
+  } catch (const std::exception&) {
+    model = nullptr;  // an unknown model is reported by the config check
+  }
+  double param_bytes = 0;
+  if (model)
+    for (const auto& t : model->parameters()) param_bytes += static_cast<double>(t.numel() * t.element_size());
+  const fs::path probe = base / ".trainer-doctor-write-test";
+  std::vector<char> bytes(static_cast<size_t>(std::max(param_bytes, 1024.0 * 1024.0)), 1);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    write_file_atomically(probe, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
+  } catch (const std::exception& e) {
+    fs::remove(probe, ec);
+    report.add(Verdict::failed, "output", base.string() + " is not writable: " + e.what(),
+               "choose a writable run.output_dir or --output-dir");
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fs::remove(probe, ec);
+  // A checkpoint holds the weights, the optimizer's slots (SGD momentum: 1, AdamW: 2) and the EMA copy; the run
+  // keeps last.pt, best.pt, keep_last step files and the epoch files, plus one temporary file while writing.
+  const double slots = c.optim.name == OptimizerKind::adamw ? 2.0 : (c.optim.momentum > 0 ? 1.0 : 0.0);
+  const double checkpoint = param_bytes * (1.0 + slots + (c.train.ema.enabled ? 1.0 : 0.0));
+  const double files = 3.0 + (c.train.checkpoint_every_steps > 0 ? static_cast<double>(c.train.keep_last) : 0.0) +
+                       (c.train.keep_every_epochs > 0 ? static_cast<double>(c.train.epochs / c.train.keep_every_epochs) : 0.0);
+  const auto space = fs::space(base, ec);
+  const double needed = checkpoint * files;
+  const double rate = static_cast<double>(bytes.size()) / std::max(seconds, 1e-6);
+  const std::string detail = run_dir.string() + ": writable; " + mib(static_cast<double>(bytes.size())) + " written in " +
+                             format_number(std::round(seconds * 1000) / 1000) + "s (" + mib(rate) + "/s); checkpoints about " +
+                             mib(checkpoint) + " each, up to " + mib(needed) + " kept; " +
+                             (ec ? std::string("free space unknown") : gib(static_cast<double>(space.available)) + " free");
+  if (!ec && static_cast<double>(space.available) < needed)
+    report.add(Verdict::failed, "output", detail, "free space or keep fewer checkpoints (train.keep_last, keep_every_epochs)");
+  else if (seconds > 2.0 && rate < 50.0 * 1024 * 1024)
+    report.add(Verdict::warning, "output", detail, "slow writes: network storage or an antivirus scanner? use a local disk");
+  else
+    report.add(Verdict::ok, "output", detail);
+}
+
+}  // namespace
+
+int run_doctor(const DoctorArgs& args) {
+  Report report;
+  check_runtime(report);
+  if (torch::cuda::is_available()) {
+    for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) check_cuda_device(report, i);
+  } else {
+    report.add(Verdict::ok, "cuda", "no CUDA device: training runs on the CPU",
+               "for a GPU, build against a CUDA LibTorch (CMake preset cuda)");
+  }
+  if (!args.config.empty()) {
+    Config c;
+    try {
+      c = load_config(args.config, args.overrides);
+    } catch (const Error& e) {
+      report.add(Verdict::failed, "config", e.what(), "trainer config schema lists every key");
+      std::printf("doctor: %d check(s) failed, %d warning(s)\n", report.failed(), report.warnings());
+      return 1;
+    }
+    const int64_t per_step = c.data.batch_size * c.train.accumulate_steps;
+    report.add(Verdict::ok, "config",
+               args.config + ": " + c.model.arch + ", " + std::to_string(c.train.epochs) + " epochs, batch " +
+                   std::to_string(c.data.batch_size) +
+                   (c.train.accumulate_steps > 1 ? " x " + std::to_string(c.train.accumulate_steps) + " accumulated = " +
+                                                       std::to_string(per_step) + " per step"
+                                                 : std::string()) +
+                   ", lr " + format_number(base_learning_rate(c)) +
+                   (c.optim.lr_per_256 > 0 ? " (lr_per_256 " + format_number(c.optim.lr_per_256) + " x " +
+                                                 std::to_string(per_step) + " / 256)"
+                                           : std::string()) +
+                   ", device " + c.run.device + (c.train.amp.enabled ? ", amp " + std::string(c.train.amp.dtype == AmpDtype::float16 ? "float16" : "bfloat16") : ""));
+    const auto shape = check_data(report, c);
+    const fs::path run_dir = args.output_dir.empty() ? fs::path(c.run.output_dir) / c.run.name : fs::path(args.output_dir);
+    check_output(report, c, run_dir, shape);
+  }
+  std::printf("doctor: %d check(s) failed, %d warning(s)\n", report.failed(), report.warnings());
+  return report.failed() ? 1 : 0;
+}
+
+}  // namespace trainer

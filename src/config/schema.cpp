@@ -1,0 +1,90 @@
+#include "trainer/config/schema.hpp"
+
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "trainer/config/config.hpp"
+
+namespace trainer {
+
+namespace {
+
+// Visits a default-constructed struct: each field's current value is its default.
+class SchemaWriter {
+ public:
+  template <class T>
+  void field(const char* key, const T& value, const char* doc, const Range& range = Range::any()) {
+    nlohmann::json p = {{"description", doc}, {"default", value}};
+    if constexpr (std::is_same_v<T, bool>) {
+      p["type"] = "boolean";
+    } else if constexpr (std::is_integral_v<T>) {
+      p["type"] = "integer";
+    } else if constexpr (std::is_floating_point_v<T>) {
+      p["type"] = "number";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      p["type"] = "string";
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+      p["type"] = "array";
+      p["items"] = {{"type", "number"}};
+    } else {
+      static_assert(std::is_same_v<T, std::vector<std::string>>, "a field type without a schema");
+      p["type"] = "array";
+      p["items"] = {{"type", "string"}};
+    }
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      if (range.min) p[range.min_exclusive ? "exclusiveMinimum" : "minimum"] = *range.min;
+      if (range.max) p["maximum"] = *range.max;
+    }
+    add(key, std::move(p));
+  }
+
+  template <class E>
+  void choice(const char* key, const E& value, const EnumTable<E>& table, const char* doc) {
+    nlohmann::json names = nlohmann::json::array();
+    std::string current;
+    for (const auto& entry : table) {
+      names.push_back(entry.first);
+      if (entry.second == value) current = entry.first;
+    }
+    add(key, {{"description", doc}, {"type", "string"}, {"enum", names}, {"default", current}});
+  }
+
+  template <class S>
+  void section(const char* key, S& value) {
+    SchemaWriter sub;
+    value.visit(sub);
+    add(key, sub.take());
+  }
+
+  nlohmann::json take() {
+    return {{"type", "object"}, {"properties", std::move(properties_)}, {"additionalProperties", false}};
+  }
+
+ private:
+  void add(const char* key, nlohmann::json p) { properties_[key] = std::move(p); }
+  nlohmann::json properties_ = nlohmann::json::object();
+};
+
+}  // namespace
+
+nlohmann::json config_schema() {
+  Config defaults;
+  SchemaWriter writer;
+  defaults.visit(writer);
+  nlohmann::json schema = writer.take();
+  schema["properties"]["extends"] = {
+      {"type", "string"},
+      {"description", "parent config file (relative to this one) whose keys this file overrides, object by object"}};
+  schema["properties"]["$schema"] = {{"type", "string"},
+                                     {"description", "this schema, for editors (e.g. \"schema.json\"); ignored"}};
+  nlohmann::json out = {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+                        {"$id", "trainer-config.schema.json"},
+                        {"title", "trainer config"},
+                        {"description", "A trainer run: `trainer --config FILE`. Every key is optional; the "
+                                        "defaults are shown."}};
+  out.update(schema);
+  return out;
+}
+
+}  // namespace trainer
