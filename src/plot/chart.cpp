@@ -76,7 +76,9 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
     put_text_centered(canvas, "no data yet", plot.x + plot.width / 2, plot.y + plot.height / 2, 0.6, kGrey);
     return;
   }
-  if (xr.hi == xr.lo) xr = {xr.lo - 1, xr.hi + 1};
+  if (panel.x_min) xr.lo = *panel.x_min;
+  if (panel.x_max) xr.hi = *panel.x_max;
+  if (xr.hi <= xr.lo) xr = {xr.lo - 1, xr.lo + 1};
   if (yr.hi == yr.lo) {
     const double pad = std::max(std::abs(yr.lo) * 0.1, 1e-3);
     yr = {yr.lo - pad, yr.hi + pad};

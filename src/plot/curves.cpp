@@ -32,6 +32,7 @@ Series series_of(const std::vector<MetricsRow>& rows, const std::string& kind, d
 
 Panel panel(std::string title, std::string x_label, std::string y_label) {
   Panel p;
+  p.x_min = 0;  // step axes start at the run's beginning and share one range
   p.title = std::move(title);
   p.x_label = std::move(x_label);
   p.y_label = std::move(y_label);
@@ -72,8 +73,11 @@ std::vector<MetricsRow> read_metrics_jsonl(const fs::path& file) {
 cv::Mat draw_curves(const std::vector<MetricsRow>& rows, const std::string& title) {
   // Epoch ends, at the step where each epoch finished, mark the step axes.
   std::vector<std::pair<double, std::string>> epoch_marks;
-  for (const auto& r : rows)
+  double last_step = 0;
+  for (const auto& r : rows) {
     if (r.kind == "epoch") epoch_marks.emplace_back(static_cast<double>(r.step), "e" + std::to_string(r.epoch));
+    last_step = std::max(last_step, static_cast<double>(r.step));
+  }
 
   Panel loss = panel("training loss", "optimizer step", "loss");
   loss.series = {series_of(rows, "train", &MetricsRow::loss, false, "train (log interval)", kBlue, false),
@@ -84,6 +88,7 @@ cv::Mat draw_curves(const std::vector<MetricsRow>& rows, const std::string& titl
 
   Panel accuracy = panel("accuracy", "epoch", "accuracy");
   accuracy.integer_x = true;
+  accuracy.x_min.reset();
   accuracy.series = {series_of(rows, "eval", &MetricsRow::top1, true, "eval top-1", kVermillion, true),
                      series_of(rows, "eval", &MetricsRow::top5, true, "eval top-5", kOrange, true),
                      series_of(rows, "eval_ema", &MetricsRow::top1, true, "eval top-1 (EMA)", kPurple, true),
@@ -99,6 +104,7 @@ cv::Mat draw_curves(const std::vector<MetricsRow>& rows, const std::string& titl
                   series_of(rows, "epoch", &MetricsRow::images_per_s, false, "epoch", kOrange, true)};
   speed.x_marks = epoch_marks;
 
+  for (Panel* p : {&loss, &lr, &speed}) p->x_max = last_step;
   return draw_panels({loss, accuracy, lr, speed}, 2, title);
 }
 

@@ -7,6 +7,7 @@
 #include <opencv2/core.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,7 @@ struct Panel {
   std::vector<Series> series;
   std::vector<std::pair<double, std::string>> x_marks;  // labelled vertical guide lines (e.g. epoch ends)
   bool integer_x = false;                               // ticks only at whole numbers (epochs)
+  std::optional<double> x_min, x_max;                   // fixed x range (else the data's)
 };
 
 // Tick positions covering [lo, hi] at a 1/2/5 x 10^k spacing, about `target` of them.

@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <opencv2/imgproc.hpp>
+
+#include "trainer/config/config.hpp"
+#include "trainer/config/load.hpp"
+#include "trainer/config/schema.hpp"
+#include "trainer/engine/confusion.hpp"
+#include "trainer/plot/chart.hpp"
+#include "trainer/plot/curves.hpp"
+
+namespace trainer {
+namespace {
+
+torch::Tensor matrix(std::vector<int64_t> cells, int64_t n) { return torch::tensor(cells).view({n, n}); }
+
+TEST(Confusion, PerClassPairsAndShownClasses) {
+  // true 0: 5 right, 3 -> 1;  true 1: 4 right, 1 -> 2;  true 2: 2 right, 3 -> 0, 3 -> 1
+  const auto m = matrix({5, 3, 0, 0, 4, 1, 3, 3, 2}, 3);
+  const auto s = per_class_scores(m);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].images, 8);
+  EXPECT_EQ(s[0].correct, 5);
+  EXPECT_DOUBLE_EQ(s[2].accuracy(), 2.0 / 8.0);
+  const auto pairs = most_confused_pairs(m, 2);
+  ASSERT_EQ(pairs.size(), 2u);  // three cells of 3; ties go by (truth, predicted)
+  EXPECT_EQ(pairs[0].truth, 0);
+  EXPECT_EQ(pairs[0].predicted, 1);
+  EXPECT_EQ(pairs[1].truth, 2);
+  EXPECT_EQ(pairs[1].predicted, 0);
+  EXPECT_EQ(most_confused_pairs(m, 100).size(), 4u);  // zero cells are not pairs
+  // errors: class 0: 3 + 3 = 6, class 1: 1 + 3 + 3 = 7, class 2: 6 + 1 = 7
+  EXPECT_EQ(most_confused_classes(m, 2), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(most_confused_classes(m, 5), (std::vector<int64_t>{0, 1, 2}));
+}
+
+TEST(Chart, NiceTicksAndLabels) {
+  EXPECT_EQ(nice_ticks(0, 1, 5), (std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1}));
+  const auto t = nice_ticks(13, 987, 5);
+  ASSERT_FALSE(t.empty());
+  EXPECT_EQ(t.front(), 200);
+  EXPECT_EQ(t[1] - t[0], 200);
+  EXPECT_EQ(tick_label(0.25, 0.05), "0.25");
+  EXPECT_EQ(tick_label(12000, 2000), "12000");
+  EXPECT_EQ(tick_label(0.00002, 0.00001), "2e-05");
+}
+
+TEST(Chart, CurvesDrawEverySeries) {
+  std::vector<MetricsRow> rows;
+  for (int64_t step = 10; step <= 100; step += 10)
+    rows.push_back({"train", 1 + (step - 1) / 50, step, 0.1 * (1 - step / 200.0), 2.0 - step / 100.0, 0.5, MetricsRow::none, 900});
+  rows.push_back({"epoch", 1, 50, 0.08, 1.6, 0.4, MetricsRow::none, 950});
+  rows.push_back({"eval", 1, 50, 0.08, 1.5, 0.45, 0.9, 2000});
+  rows.push_back({"epoch", 2, 100, 0.05, 1.1, 0.6, MetricsRow::none, 950});
+  rows.push_back({"eval", 2, 100, 0.05, 1.2, 0.62, 0.95, 2000});
+  const cv::Mat img = draw_curves(rows, "test run");
+  EXPECT_EQ(img.cols, 1600);
+  EXPECT_EQ(img.rows, 44 + 2 * 480);
+  // Pixels in each series colour: the curves are really drawn (and a blank chart would fail).
+  auto count = [&](const cv::Scalar& c) {
+    cv::Mat mask;
+    cv::inRange(img, c - cv::Scalar(2, 2, 2), c + cv::Scalar(2, 2, 2), mask);
+    return cv::countNonZero(mask);
+  };
+  EXPECT_GT(count(kBlue), 500);
+  EXPECT_GT(count(kOrange), 300);
+  EXPECT_GT(count(kVermillion), 200);
+  EXPECT_GT(count(kGreen), 300);
+  EXPECT_EQ(count(kPurple), 0);  // no EMA rows, no EMA curve
+}
+
+// Walks the resolved default config and the schema together: same keys, types and defaults.
+void expect_schema_matches(const nlohmann::json& value, const nlohmann::json& schema, const std::string& path) {
+  ASSERT_TRUE(schema.contains("properties")) << path;
+  for (const auto& [key, v] : value.items()) {
+    ASSERT_TRUE(schema["properties"].contains(key)) << path + key << " missing from the schema";
+    const auto& p = schema["properties"][key];
+    if (v.is_object()) {
+      EXPECT_EQ(p["type"], "object") << path + key;
+      EXPECT_EQ(p["additionalProperties"], false) << path + key;
+      expect_schema_matches(v, p, path + key + ".");
+      continue;
+    }
+    EXPECT_FALSE(p["description"].get<std::string>().empty()) << path + key;
+    const std::string type = p["type"];
+    if (v.is_boolean()) EXPECT_EQ(type, "boolean") << path + key;
+    if (v.is_number_integer()) EXPECT_EQ(type, "integer") << path + key;
+    if (v.is_number_float()) EXPECT_EQ(type, "number") << path + key;
+    if (v.is_array()) EXPECT_EQ(type, "array") << path + key;
+    if (v.is_string()) EXPECT_EQ(type, "string") << path + key;
+    EXPECT_EQ(p["default"], v) << path + key;
+  }
+  for (const auto& [key, p] : schema["properties"].items())
+    if (key != "extends" && key != "$schema") EXPECT_TRUE(value.contains(key)) << path + key << " only in the schema";
+}
+
+TEST(ConfigSchema, CoversEveryKeyWithTypeDefaultRangeAndChoices) {
+  const auto schema = config_schema();
+  EXPECT_EQ(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+  expect_schema_matches(config_to_json(Config{}), schema, "");
+  const auto& optim = schema["properties"]["optim"]["properties"];
+  EXPECT_EQ(optim["lr"]["exclusiveMinimum"], 0.0);
+  EXPECT_EQ(optim["momentum"]["minimum"], 0.0);
+  EXPECT_EQ(optim["name"]["enum"], (nlohmann::json{"sgd", "adamw"}));
+  EXPECT_EQ(schema["properties"]["data"]["properties"]["kind"]["enum"], (nlohmann::json{"mnist", "imagenet", "synthetic"}));
+}
+
+}  // namespace
+}  // namespace trainer
