@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
                "  trainer doctor --config c.json                         check machine, data and output first\n"
                "  trainer config show --config c.json                    the resolved config (schema: config schema)\n"
                "  trainer export --checkpoint best.pt -o model.safetensors  weights for Python tools\n"
+               "  trainer bench --config c.json --mode train             images/s, data wait vs compute, memory\n"
                "  trainer bench --arch resnet50 --batch 16 --size 224    time the training step\n"
                "  trainer bench data --config c.json                     time the input pipeline",
                "trainer"};
@@ -85,6 +86,15 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--clip", bench.clip, "clip the gradient norm to this value (0: off)")->capture_default_str();
   bench_cmd->add_flag("--ema", bench.ema, "update an EMA of the weights after every step");
   bench_cmd->add_flag("--json", bench.json, "print one JSON line");
+  bench_cmd->add_option("-c,--config", bench.config,
+                        "time this config's run instead: its data pipeline, its model step, or both (--mode)");
+  bench_cmd->add_option("--set", bench.overrides, "with --config: override a config key (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->take_all();
+  bench_cmd->add_option("--mode", bench.mode, "with --config: data (pipeline alone), model (step on random images) or "
+                                              "train (both, with the data-wait vs compute split)")
+      ->check(CLI::IsMember({"data", "model", "train"}))
+      ->capture_default_str();
   trainer::DataBenchArgs data_bench;
   CLI::App* data_bench_cmd =
       bench_cmd->add_subcommand("data", "images/s of a config's training input pipeline, or of the decode alone");
@@ -149,7 +159,7 @@ int main(int argc, char** argv) {
     if (config_schema_cmd->parsed()) return trainer::run_config_schema();
     if (export_cmd->parsed()) return trainer::run_export(export_args);
     if (data_bench_cmd->parsed()) return trainer::run_data_bench(data_bench);
-    if (bench_cmd->parsed()) return trainer::run_bench(bench);
+    if (bench_cmd->parsed()) return bench.config.empty() ? trainer::run_bench(bench) : trainer::run_config_bench(bench);
     if (argc == 1) {
       std::cout << app.help();
       return 2;

@@ -1,11 +1,11 @@
 #include <nlohmann/json.hpp>
-#include <sys/resource.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
+#include "trainer/cli/bench_support.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/engine/train_step.hpp"
@@ -15,22 +15,6 @@
 #include "trainer/util/error.hpp"
 
 namespace trainer {
-
-namespace {
-
-double peak_rss_mib() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
 
 int run_bench(const BenchArgs& a) {
   if (a.batch < 1 || a.size < 1 || a.steps < 1 || a.warmup < 0 || a.classes < 2)

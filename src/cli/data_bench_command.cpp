@@ -1,7 +1,6 @@
 // `trainer bench data`: the training input pipeline as a run builds it, timed without a model.
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
-#include <sys/resource.h>
 #include <torch/torch.h>
 
 #include <atomic>
@@ -9,6 +8,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "trainer/cli/bench_support.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/data/batch_dataset.hpp"
@@ -23,12 +23,6 @@ namespace trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double peak_rss_mib() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
-}
 
 // Reads and decodes every file at full size, the files split over `threads` threads: the ceiling for a
 // pipeline that decodes at full resolution.

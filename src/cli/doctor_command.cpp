@@ -13,6 +13,7 @@
 #include "trainer/config/load.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/engine/loss_scaler.hpp"
+#include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
@@ -265,6 +266,17 @@ void check_output(Report& report, const Config& c, const fs::path& run_dir, cons
 
 int run_doctor(const DoctorArgs& args) {
   Report report;
+  // The config first, so the thread counts reported are the ones the run would use.
+  std::optional<Config> config;
+  std::string config_error;
+  if (!args.config.empty()) {
+    try {
+      config = load_config(args.config, args.overrides);
+    } catch (const Error& e) {
+      config_error = e.what();
+    }
+  }
+  apply_threads(config ? config->run : RunConfig{});
   check_runtime(report);
   if (torch::cuda::is_available()) {
     for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) check_cuda_device(report, i);
@@ -272,15 +284,9 @@ int run_doctor(const DoctorArgs& args) {
     report.add(Verdict::ok, "cuda", "no CUDA device: training runs on the CPU",
                "for a GPU, build against a CUDA LibTorch (CMake preset cuda)");
   }
-  if (!args.config.empty()) {
-    Config c;
-    try {
-      c = load_config(args.config, args.overrides);
-    } catch (const Error& e) {
-      report.add(Verdict::failed, "config", e.what(), "trainer config schema lists every key");
-      std::printf("doctor: %d check(s) failed, %d warning(s)\n", report.failed(), report.warnings());
-      return 1;
-    }
+  if (!config_error.empty()) report.add(Verdict::failed, "config", config_error, "trainer config schema lists every key");
+  if (config) {
+    const Config& c = *config;
     const int64_t per_step = c.data.batch_size * c.train.accumulate_steps;
     report.add(Verdict::ok, "config",
                args.config + ": " + c.model.arch + ", " + std::to_string(c.train.epochs) + " epochs, batch " +
@@ -292,7 +298,11 @@ int run_doctor(const DoctorArgs& args) {
                    (c.optim.lr_per_256 > 0 ? " (lr_per_256 " + format_number(c.optim.lr_per_256) + " x " +
                                                  std::to_string(per_step) + " / 256)"
                                            : std::string()) +
-                   ", device " + c.run.device + (c.train.amp.enabled ? ", amp " + std::string(c.train.amp.dtype == AmpDtype::float16 ? "float16" : "bfloat16") : ""));
+                   ", device " + c.run.device +
+                   (c.train.amp.enabled
+                        ? std::string(", amp ") + (c.train.amp.dtype == AmpDtype::float16 ? "float16" : "bfloat16") +
+                              (c.train.amp.cuda_only ? " (CUDA only)" : "")
+                        : std::string()));
     const auto shape = check_data(report, c);
     const fs::path run_dir = args.output_dir.empty() ? fs::path(c.run.output_dir) / c.run.name : fs::path(args.output_dir);
     check_output(report, c, run_dir, shape);

@@ -246,3 +246,40 @@ TEST(ConfigCommand, ShowResolvesAndSchemaMatchesTheCommittedFile) {
 
 }  // namespace
 }  // namespace trainer
+
+namespace trainer {
+namespace {
+
+using namespace trainer::testing;
+using nlohmann::json;
+
+TEST(BenchConfig, ModesReportSpeedSplitAndMemory) {
+  SmallRun run;
+  for (const char* mode : {"data", "model", "train"}) {
+    const auto r = trainer_cli("bench --config " + run.config.string() + " --mode " + mode + " --steps 3 --warmup 1 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json j = json::parse(r.output);  // stdout holds only the JSON line
+    EXPECT_GT(j["images_per_s"].get<double>(), 0) << mode;
+    EXPECT_GT(j["peak_rss_mib"].get<double>(), 10) << mode;
+    if (std::string(mode) != "data") {
+      EXPECT_EQ(j["mode"], mode);
+      EXPECT_EQ(j["batch"], 32);
+      EXPECT_EQ(j["arch"], "mnist_cnn");
+      EXPECT_GT(j["step_ms_median"].get<double>(), 0);
+    }
+    if (std::string(mode) == "train") {
+      EXPECT_GE(j["data_wait_share"].get<double>(), 0);
+      EXPECT_LE(j["data_wait_share"].get<double>(), 1);
+      EXPECT_TRUE(j.contains("data_wait_ms_median"));
+    }
+  }
+  const auto text = trainer_cli("bench --config " + run.config.string() + " --steps 2");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("training (data + model) (mnist_cnn, batch 32"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("% of the time"), std::string::npos) << text.output;
+  EXPECT_EQ(trainer_cli("bench --config " + run.config.string() + " --mode everything").exit_code, 2);
+  EXPECT_EQ(trainer_cli("bench --config " + (run.dir / "none.json").string()).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace trainer

@@ -51,6 +51,10 @@ struct BenchArgs {
   double clip = 0.0;                   // clip the gradient norm (0: off)
   bool ema = false;                    // update a weight EMA after every step
   bool json = false;                   // print one JSON line instead of a sentence
+  // With --config: time that run's own pipeline and step instead (run_config_bench).
+  std::string config;                  // --config FILE
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+  std::string mode = "train";          // --mode data|model|train
 };
 
 // `trainer bench data`: images/s of a config's training input pipeline (read, decode, augment, batch, and the
@@ -98,6 +102,7 @@ int run_doctor(const DoctorArgs& args);
 int run_eval(const EvalArgs& args);
 int run_export(const ExportArgs& args);
 int run_bench(const BenchArgs& args);
+int run_config_bench(const BenchArgs& args);
 int run_data_bench(const DataBenchArgs& args);
 
 // "trainer 0.1.0" and the LibTorch runtime (version, CUDA devices, threads).

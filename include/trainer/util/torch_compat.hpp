@@ -6,7 +6,16 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+
+// CMake defines TRAINER_CUDA when the LibTorch found has CUDA; CPU builds never see CUDA headers.
+#if defined(TRAINER_CUDA) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
+#include <c10/cuda/CUDACachingAllocator.h>
+#define TRAINER_HAS_CUDA_ALLOCATOR_STATS 1
+#endif
 
 namespace trainer::compat {
 
@@ -14,6 +23,19 @@ namespace trainer::compat {
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 inline std::string torch_version() { return TORCH_VERSION; }
+
+// Peak bytes allocated and reserved by the CUDA caching allocator on device `index`; nullopt without CUDA.
+inline std::optional<std::pair<int64_t, int64_t>> cuda_memory_peaks(c10::DeviceIndex index) {
+#ifdef TRAINER_HAS_CUDA_ALLOCATOR_STATS
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  constexpr size_t aggregate = 0;  // StatType::AGGREGATE in every version
+  return std::make_pair(static_cast<int64_t>(stats.allocated_bytes[aggregate].peak),
+                        static_cast<int64_t>(stats.reserved_bytes[aggregate].peak));
+#else
+  (void)index;
+  return std::nullopt;
+#endif
+}
 
 // The CPU generator's state, as a uint8 tensor that round-trips bit for bit.
 inline torch::Tensor cpu_rng_state() { return at::detail::getDefaultCPUGenerator().get_state(); }
