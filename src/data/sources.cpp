@@ -31,7 +31,7 @@ std::shared_ptr<const ImageSource> make_source(const Config& config, Split split
   }
   // An evenly spaced subset of a class-sorted list takes about the same number of images from every class.
   const int64_t limit = train_images ? data.limit_train : data.limit_eval;
-  return make_subset(std::move(source), static_cast<size_t>(limit));
+  return make_subset(with_class_names(std::move(source), data.class_names), static_cast<size_t>(limit));
 }
 
 }  // namespace trainer

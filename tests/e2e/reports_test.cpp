@@ -33,17 +33,24 @@ std::vector<std::string> lines_of(const std::string& text) {
 class Reports : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    run_ = new SmallRun(json{{"train", {{"ema", {{"enabled", true}}}}}});
+    // Readable names (data.class_names) travel into the checkpoint and every report.
+    json names = json::array();
+    for (int i = 0; i < 10; ++i) names.push_back("class " + std::to_string(i));
+    run_ = new SmallRun(json{{"train", {{"ema", {{"enabled", true}}}}}, {"data", {{"class_names", names}}}});
     out_ = run_->dir / "run";
     const auto r = trainer_cli("--config " + run_->config.string() + " -o " + out_.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    // The generated classes are learnt perfectly in 2 epochs; after 2 steps the model still confuses them.
+    early_ = run_->dir / "early";
+    const auto e = trainer_cli("--config " + run_->config.string() + " -o " + early_.string() + " --stop-after-step 2");
+    ASSERT_EQ(e.exit_code, 0) << e.output;
   }
   static void TearDownTestSuite() { delete run_; }
   static SmallRun* run_;
-  static fs::path out_;
+  static fs::path out_, early_;
 };
 SmallRun* Reports::run_ = nullptr;
-fs::path Reports::out_;
+fs::path Reports::out_, Reports::early_;
 
 TEST_F(Reports, TrainingDrawsCurvesAndPlotRedrawsThem) {
   const fs::path png = out_ / "curves.png";
@@ -63,12 +70,13 @@ TEST_F(Reports, TrainingDrawsCurvesAndPlotRedrawsThem) {
 
 TEST_F(Reports, EvalWritesPerClassConfusionAndPredictions) {
   const fs::path csv = run_->dir / "predictions.csv";
-  const auto r = trainer_cli("eval --checkpoint " + (out_ / "last.pt").string() + " --predictions " + csv.string());
+  const auto r = trainer_cli("eval --checkpoint " + (early_ / "last.pt").string() + " --predictions " + csv.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("per-class accuracy, lowest first:"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("wrote " + (out_ / "eval.json").string() + " and " + (out_ / "confusion.png").string()),
+  EXPECT_NE(r.output.find("most confused (true -> predicted):\n  class "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("wrote " + (early_ / "eval.json").string() + " and " + (early_ / "confusion.png").string()),
             std::string::npos) << r.output;
-  const json j = json::parse(read_text(out_ / "eval.json"));
+  const json j = json::parse(read_text(early_ / "eval.json"));
   EXPECT_EQ(j["split"], "val");
   EXPECT_EQ(j["weights"], "raw");
   const int64_t images = j["images"], correct1 = j["correct1"];
@@ -87,6 +95,8 @@ TEST_F(Reports, EvalWritesPerClassConfusionAndPredictions) {
   }
   EXPECT_EQ(total, images);
   EXPECT_EQ(diagonal, correct1);
+  EXPECT_LT(correct1, images);
+  ASSERT_FALSE(j["most_confused"].empty());
   int64_t previous = std::numeric_limits<int64_t>::max();
   for (const auto& pair : j["most_confused"]) {
     EXPECT_NE(pair["true"], pair["predicted"]);
@@ -94,7 +104,7 @@ TEST_F(Reports, EvalWritesPerClassConfusionAndPredictions) {
     EXPECT_LE(pair["count"].get<int64_t>(), previous);
     previous = pair["count"];
   }
-  EXPECT_FALSE(cv::imread((out_ / "confusion.png").string()).empty());
+  EXPECT_FALSE(cv::imread((early_ / "confusion.png").string()).empty());
 
   // predictions.csv: one row per image in order, its true label, top-5 best first; top-1 hits = correct1.
   const MnistIdx test(MnistIdx::find_files(run_->dir / "data", "t10k"), 10);
@@ -106,7 +116,7 @@ TEST_F(Reports, EvalWritesPerClassConfusionAndPredictions) {
     const auto f = split_csv_line(rows[i]);
     ASSERT_EQ(f.size(), 12u) << rows[i];
     EXPECT_EQ(f[0], test.sample_name(i - 1));
-    EXPECT_EQ(f[1], std::to_string(test.label(i - 1)));
+    EXPECT_EQ(f[1], "class " + std::to_string(test.label(i - 1)));
     double sum = 0, last = 1;
     for (size_t k = 0; k < 5; ++k) {
       const double p = std::stod(f[3 + 2 * k]);
@@ -154,12 +164,12 @@ TEST_F(Reports, PredictMatchesEvalOnTheSameImages) {
     ASSERT_TRUE(cv::imwrite(png.string(), test.read(i).image));
     files += " " + png.string();
   }
-  const auto r = trainer_cli("predict --checkpoint " + (out_ / "last.pt").string() + " --json" + files);
+  const auto r = trainer_cli("predict --checkpoint " + (early_ / "last.pt").string() + " --json" + files);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json j = json::parse(r.output);
   ASSERT_EQ(j["predictions"].size(), 3u);
   const fs::path csv = run_->dir / "p.csv";
-  ASSERT_EQ(trainer_cli("eval --checkpoint " + (out_ / "last.pt").string() + " --predictions " + csv.string() +
+  ASSERT_EQ(trainer_cli("eval --checkpoint " + (early_ / "last.pt").string() + " --predictions " + csv.string() +
                         " --output-dir " + (run_->dir / "p").string()).exit_code, 0);
   const auto rows = lines_of(read_text(csv));
   for (size_t i = 0; i < 3; ++i) {
@@ -171,16 +181,16 @@ TEST_F(Reports, PredictMatchesEvalOnTheSameImages) {
       EXPECT_NEAR(top[k]["prob"].get<double>(), std::stod(f[3 + 2 * k]), 2e-6);
     }
   }
-  const auto text = trainer_cli("predict --checkpoint " + (out_ / "last.pt").string() + files);
+  const auto text = trainer_cli("predict --checkpoint " + (early_ / "last.pt").string() + files);
   ASSERT_EQ(text.exit_code, 0);
   EXPECT_EQ(lines_of(text.output).size(), 3u * 6u) << text.output;
 
-  const auto missing = trainer_cli("predict --checkpoint " + (out_ / "last.pt").string() + " " +
+  const auto missing = trainer_cli("predict --checkpoint " + (early_ / "last.pt").string() + " " +
                                    (run_->dir / "none.png").string());
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.output, "error: data: " + (run_->dir / "none.png").string() + ": no such image file\n");
   write_text(run_->dir / "broken.png", "not a png");
-  const auto broken = trainer_cli("predict --checkpoint " + (out_ / "last.pt").string() + " " +
+  const auto broken = trainer_cli("predict --checkpoint " + (early_ / "last.pt").string() + " " +
                                   (run_->dir / "broken.png").string());
   EXPECT_EQ(broken.exit_code, 2);
   EXPECT_NE(broken.output.find((run_->dir / "broken.png").string()), std::string::npos) << broken.output;

@@ -113,6 +113,7 @@ struct DataConfig {
   std::string val_dir = "val";
   std::string val_labels = "val_label.txt";
   std::string class_names_file;            // optional "wnid name, name" lines: readable class names
+  std::vector<std::string> class_names;    // readable names in class order (any kind); empty: the dataset's
   DecodeReduce decode_reduce = DecodeReduce::automatic;
   double max_bad_fraction = 0.001;         // of the images in a split; more unreadable ones stop the run
   AugmentConfig augment;
@@ -139,6 +140,8 @@ struct DataConfig {
             "val_dir must hold class folders");
     v.field("class_names_file", class_names_file,
             "imagenet: optional synset file (\"n01440764 tench, Tinca tinca\") under root, for readable names");
+    v.field("class_names", class_names,
+            "readable class names in class order, for reports (empty: class_names_file, folder names or indices)");
     v.choice("decode_reduce", decode_reduce, decode_reduce_modes(),
              "imagenet: decode JPEGs at 1/2, 1/4 or 1/8 scale when the crop allows it");
     v.field("max_bad_fraction", max_bad_fraction,

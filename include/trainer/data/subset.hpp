@@ -11,4 +11,8 @@ namespace trainer {
 // `count` >= base->size() returns `base` itself.
 std::shared_ptr<const ImageSource> make_subset(std::shared_ptr<const ImageSource> base, size_t count);
 
+// The same samples under other class names (data.class_names); `names` has one entry per class of `base`.
+std::shared_ptr<const ImageSource> with_class_names(std::shared_ptr<const ImageSource> base,
+                                                    std::vector<std::string> names);
+
 }  // namespace trainer
