@@ -135,15 +135,22 @@ TensorBoardWriter::TensorBoardWriter(const fs::path& dir, std::optional<int64_t>
   out_.open(file_, std::ios::binary | std::ios::trunc);
   if (!out_) throw Error("cannot write " + file_.string(), 1);
   append(encode_file_version_event(wall));
+  std::vector<fs::path> folded;
   for (const auto& old : earlier) {
-    const auto events = read_tfrecords(old);
+    std::vector<std::string> events;
+    try {
+      events = read_tfrecords(old);
+    } catch (const Error&) {
+      continue;  // a damaged file stays as it is: curves must never cost a run its resume
+    }
     for (size_t i = 1; i < events.size(); ++i)  // events[0] is the old file's file_version
       if (decode_event_step(events[i]) <= *resume_step) append(events[i]);
+    folded.push_back(old);
   }
   out_.flush();
   if (!out_) throw Error("cannot write " + file_.string(), 1);
   // The kept events are safely in the new file before the old ones go.
-  for (const auto& old : earlier) fs::remove(old, ec);
+  for (const auto& old : folded) fs::remove(old, ec);
 }
 
 void TensorBoardWriter::write_scalars(int64_t step, const Scalars& values) {

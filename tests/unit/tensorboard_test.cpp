@@ -74,5 +74,17 @@ TEST(TensorBoard, ResumeCutsEarlierFilesAtTheStep) {
   EXPECT_EQ(decode_event_step(events[4]), 4);
 }
 
+TEST(TensorBoard, ResumeLeavesADamagedFileAlone) {
+  TempDir dir;
+  fs::create_directories(dir / "tb");
+  std::string damaged = tfrecord_frame(encode_file_version_event(1)) + tfrecord_frame(encode_scalars_event(1, 1, {{"x", 1}})) +
+                        tfrecord_frame(encode_scalars_event(1, 2, {{"x", 2}}));
+  damaged[30] ^= 0x10;
+  write_text(dir / "tb" / "events.out.tfevents.1.host.1", damaged);
+  TensorBoardWriter w(dir / "tb", int64_t{1});
+  EXPECT_EQ(read_text(dir / "tb" / "events.out.tfevents.1.host.1"), damaged);
+  EXPECT_EQ(read_tfrecords(w.file()).size(), 1u);  // only its own file_version
+}
+
 }  // namespace
 }  // namespace trainer

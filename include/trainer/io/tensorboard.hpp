@@ -24,7 +24,8 @@ class TensorBoardWriter {
  public:
   // Creates `dir` and a new event file. With resume_step, the events of earlier files are first cut to
   // step <= resume_step and folded into the new file (the old files are removed), so the curves read as one
-  // run, as metrics.csv does; a resumed run never shows the steps it repeats twice.
+  // run, as metrics.csv does; a resumed run never shows the steps it repeats twice. A damaged earlier file
+  // is left in place untouched.
   TensorBoardWriter(const std::filesystem::path& dir, std::optional<int64_t> resume_step);
 
   // One event at `step`; NaN values are left out, and an event with no value is not written.
