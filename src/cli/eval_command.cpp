@@ -76,16 +76,20 @@ cv::Mat confusion_picture(const torch::Tensor& confusion, const std::vector<std:
   const auto a = m.accessor<int64_t, 2>();
   std::vector<std::vector<int64_t>> counts;
   std::vector<std::string> labels;
+  std::vector<int64_t> totals;  // each class's images, also those predicted as a class not shown
   for (int64_t r : shown) {
     labels.push_back(names[static_cast<size_t>(r)]);
     counts.emplace_back();
     for (int64_t c : shown) counts.back().push_back(a[r][c]);
+    totals.push_back(0);
+    for (int64_t c = 0; c < confusion.size(1); ++c) totals.back() += a[r][c];
   }
   const std::string title = shown.size() < names.size()
                                 ? "confusion, " + what + ": the " + std::to_string(shown.size()) +
                                       " most confused of " + std::to_string(names.size()) + " classes"
                                 : "confusion, " + what;
-  return draw_heat_map(counts, labels, title, "true class", "predicted class (colour: share of the true class)");
+  return draw_heat_map(counts, labels, title, "true class", "predicted class (colour: share of the true class)",
+                       totals);
 }
 
 }  // namespace

@@ -208,7 +208,8 @@ cv::Mat draw_panels(const std::vector<Panel>& panels, int columns, const std::st
 }
 
 cv::Mat draw_heat_map(const std::vector<std::vector<int64_t>>& counts, const std::vector<std::string>& names,
-                      const std::string& title, const std::string& row_label, const std::string& col_label) {
+                      const std::string& title, const std::string& row_label, const std::string& col_label,
+                      const std::vector<int64_t>& row_totals) {
   const int n = static_cast<int>(counts.size());
   const int cell = std::clamp(760 / std::max(n, 1), 14, 64);
   auto shown_name = [](std::string s) { return s.size() > 24 ? s.substr(0, 23) + "~" : s; };
@@ -226,6 +227,7 @@ cv::Mat draw_heat_map(const std::vector<std::vector<int64_t>>& counts, const std
   for (int r = 0; r < n; ++r) {
     int64_t row_total = 0;
     for (int64_t v : counts[r]) row_total += v;
+    if (static_cast<size_t>(r) < row_totals.size()) row_total = row_totals[r];
     for (int c = 0; c < n; ++c) {
       const double share = row_total ? static_cast<double>(counts[r][c]) / static_cast<double>(row_total) : 0.0;
       const cv::Rect at(left + c * cell, top + r * cell, cell, cell);

@@ -69,6 +69,24 @@ TEST(Chart, CurvesDrawEverySeries) {
   EXPECT_EQ(count(kPurple), 0);  // no EMA rows, no EMA curve
 }
 
+TEST(Chart, HeatMapColoursByShareOfTheWholeRow) {
+  const std::vector<std::vector<int64_t>> counts{{1, 0}, {0, 1}};
+  const std::vector<std::string> names{"a", "b"};
+  const cv::Mat own = draw_heat_map(counts, names, "t", "true", "predicted");
+  const cv::Mat whole = draw_heat_map(counts, names, "t", "true", "predicted", {4, 1});
+  // Cell (0, 0), away from its label: share 1 of the shown row, 1/4 of the whole row.
+  auto corner = [](const cv::Mat& img) {
+    for (int x = 0; x < img.cols; ++x) {  // the first column that is not white on the first cell's row
+      const auto p = img.at<cv::Vec3b>(60 + 3, x);
+      if (p != cv::Vec3b(255, 255, 255) && x > 20) return img.at<cv::Vec3b>(60 + 3, x + 3);
+    }
+    return cv::Vec3b();
+  };
+  EXPECT_EQ(corner(own), cv::Vec3b(120, 48, 8));     // the darkest blue
+  EXPECT_NEAR(corner(whole)[0], 255 + (120 - 255) * 0.25, 1.0);
+  EXPECT_NEAR(corner(whole)[2], 255 + (8 - 255) * 0.25, 1.0);
+}
+
 // Walks the resolved default config and the schema together: same keys, types and defaults.
 void expect_schema_matches(const nlohmann::json& value, const nlohmann::json& schema, const std::string& path) {
   ASSERT_TRUE(schema.contains("properties")) << path;

@@ -43,10 +43,12 @@ std::string tick_label(double value, double spacing);
 cv::Mat draw_panels(const std::vector<Panel>& panels, int columns, const std::string& title, int panel_w = 800,
                     int panel_h = 480);
 
-// A heat map of `values` (rows x cols, shown as the share of each row: colour 0..1), each cell labelled with
-// `counts` when it is large enough, rows and columns named by `names`.
+// A heat map of `counts` (rows x cols), each cell coloured by its share of its row's total (`row_totals`, or the
+// sum of the row shown when empty: a sub-matrix keeps the shares of the whole one) and labelled with its count
+// when it is large enough; rows and columns named by `names`.
 cv::Mat draw_heat_map(const std::vector<std::vector<int64_t>>& counts, const std::vector<std::string>& names,
-                      const std::string& title, const std::string& row_label, const std::string& col_label);
+                      const std::string& title, const std::string& row_label, const std::string& col_label,
+                      const std::vector<int64_t>& row_totals = {});
 
 // Writes PNG atomically (a reader never sees half a file). Throws Error naming the file.
 void write_png(const std::filesystem::path& path, const cv::Mat& image);
