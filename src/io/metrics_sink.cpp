@@ -14,13 +14,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kColumns[] = {"kind",        "epoch",     "step",      "lr",         "loss",
-                                "top1",        "top5",      "images_per_s", "data_wait_s", "compute_s",
-                                "grad_norm",   "loss_scale", "skipped_steps"};
-
-std::vector<double> numbers(const MetricsRow& r) {
-  return {r.lr, r.loss, r.top1, r.top5, r.images_per_s, r.data_wait_s, r.compute_s, r.grad_norm, r.loss_scale,
-          r.skipped_steps};
+std::string header() {
+  std::string h = "kind,epoch,step";
+  for (const auto& c : metrics_columns()) h += std::string(",") + c.name;
+  return h;
 }
 
 // Keeps the lines whose "step" is <= resume_step; the CSV keeps its header plus the same rows.
@@ -38,16 +35,30 @@ void truncate_after(const fs::path& jsonl, const fs::path& csv, int64_t resume_s
   }
   std::ofstream jout(jsonl, std::ios::trunc), cout(csv, std::ios::trunc);
   for (const auto& l : kept_json) jout << l << '\n';
-  cout << join(std::vector<std::string>(std::begin(kColumns), std::end(kColumns)), ",") << '\n';
+  cout << header() << '\n';
   for (const auto& l : kept_csv) cout << l << '\n';
 }
 
 }  // namespace
 
+const std::vector<MetricsColumn>& metrics_columns() {
+  static const std::vector<MetricsColumn> columns{
+      {"lr", &MetricsRow::lr},
+      {"loss", &MetricsRow::loss},
+      {"top1", &MetricsRow::top1},
+      {"top5", &MetricsRow::top5},
+      {"images_per_s", &MetricsRow::images_per_s},
+      {"data_wait_s", &MetricsRow::data_wait_s},
+      {"compute_s", &MetricsRow::compute_s},
+      {"grad_norm", &MetricsRow::grad_norm},
+      {"loss_scale", &MetricsRow::loss_scale},
+      {"skipped_steps", &MetricsRow::skipped_steps}};
+  return columns;
+}
+
 Scalars tensorboard_scalars(const MetricsRow& r) {
   Scalars out;
-  const auto values = numbers(r);
-  for (size_t i = 0; i < values.size(); ++i) out.emplace_back(r.kind + "/" + kColumns[3 + i], values[i]);
+  for (const auto& c : metrics_columns()) out.emplace_back(r.kind + "/" + c.name, r.*c.value);
   // The share of the interval spent waiting for data: the number to watch for an input-bound run.
   const double busy = r.data_wait_s + r.compute_s;
   out.emplace_back(r.kind + "/data_wait_share", busy > 0 ? r.data_wait_s / busy : MetricsRow::none);
@@ -61,7 +72,7 @@ MetricsSink::MetricsSink(const fs::path& run_dir, std::optional<int64_t> resume_
   csv_.open(csv, fresh ? std::ios::trunc : std::ios::app);
   jsonl_.open(jsonl, fresh ? std::ios::trunc : std::ios::app);
   if (!csv_ || !jsonl_) throw Error("cannot write metrics files in " + run_dir.string(), 1);
-  if (fresh) csv_ << join(std::vector<std::string>(std::begin(kColumns), std::end(kColumns)), ",") << '\n';
+  if (fresh) csv_ << header() << '\n';
   if (tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>(run_dir / "tb", resume_step);
 }
 
@@ -69,12 +80,12 @@ void MetricsSink::write(const MetricsRow& r) {
   nlohmann::json j = {{"kind", r.kind}, {"epoch", r.epoch}, {"step", r.step}};
   std::ostringstream line;
   line << r.kind << ',' << r.epoch << ',' << r.step;
-  const auto values = numbers(r);
-  for (size_t i = 0; i < values.size(); ++i) {
+  for (const auto& c : metrics_columns()) {
     line << ',';
-    if (std::isnan(values[i])) continue;
-    line << format_number(values[i]);
-    j[kColumns[3 + i]] = values[i];
+    const double value = r.*c.value;
+    if (std::isnan(value)) continue;
+    line << format_number(value);
+    j[c.name] = value;
   }
   csv_ << line.str() << '\n' << std::flush;
   jsonl_ << j.dump() << '\n' << std::flush;

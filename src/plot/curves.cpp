@@ -55,16 +55,7 @@ std::vector<MetricsRow> read_metrics_jsonl(const fs::path& file) {
     r.kind = j["kind"].get<std::string>();
     r.epoch = j.value("epoch", int64_t{0});
     r.step = j["step"].get<int64_t>();
-    r.lr = number(j, "lr");
-    r.loss = number(j, "loss");
-    r.top1 = number(j, "top1");
-    r.top5 = number(j, "top5");
-    r.images_per_s = number(j, "images_per_s");
-    r.data_wait_s = number(j, "data_wait_s");
-    r.compute_s = number(j, "compute_s");
-    r.grad_norm = number(j, "grad_norm");
-    r.loss_scale = number(j, "loss_scale");
-    r.skipped_steps = number(j, "skipped_steps");
+    for (const auto& c : metrics_columns()) r.*c.value = number(j, c.name);
     rows.push_back(std::move(r));
   }
   return rows;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trainer/io/tensorboard.hpp"
 
@@ -34,6 +35,14 @@ struct MetricsRow {
   double loss_scale = none;     // train rows with float16: the loss scale at the end of the interval
   double skipped_steps = none;  // train rows with float16: optimizer steps skipped for inf/NaN gradients
 };
+
+// The numeric columns, in file order, each with the member that holds it: the writer, the TensorBoard tags
+// and the reader (plot/curves.hpp) all go through this one table.
+struct MetricsColumn {
+  const char* name;
+  double MetricsRow::*value;
+};
+const std::vector<MetricsColumn>& metrics_columns();
 
 class MetricsSink {
  public:
