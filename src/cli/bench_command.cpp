@@ -7,12 +7,14 @@
 
 #include "trainer/cli/bench_support.hpp"
 #include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/engine/train_step.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/clock.hpp"
 
 namespace trainer {
 
@@ -55,12 +57,12 @@ int run_bench(const BenchArgs& a) {
 
   std::vector<double> step_ms;
   for (int64_t i = 0; i < a.warmup + a.steps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     const MicroResult out = forward_backward(*model, MixedBatch{x, y, {}, 1.0, false}, options, scaler);
     const UpdateResult u = apply_update(*model, *optimizer, scaler, options);
     if (ema && !u.skipped) ema->after_step(i + 1);
     out.loss.item<float>();  // waits for the device, as the Python side does
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms = ms_since(start);
     if (i >= a.warmup) step_ms.push_back(ms);
   }
   const double med = median(step_ms);
@@ -85,6 +87,38 @@ int run_bench(const BenchArgs& a) {
                 static_cast<long long>(a.steps), images_per_s, peak_rss_mib());
   }
   return 0;
+}
+
+void add_bench_command(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("bench", "time the training step (forward, backward, SGD) of a model on random images");
+  cmd->add_option("--arch", args->arch, "model architecture")->capture_default_str();
+  cmd->add_option("--batch", args->batch, "images per step")->capture_default_str();
+  cmd->add_option("--size", args->size, "square image size in pixels")->capture_default_str();
+  cmd->add_option("--classes", args->classes, "classifier outputs")->capture_default_str();
+  cmd->add_option("--stem", args->stem, "ResNet stem")->check(one_of(stem_kinds()))->capture_default_str();
+  cmd->add_flag("--channels-last", args->channels_last, "weights and inputs in channels_last");
+  cmd->add_option("--threads", args->threads, "intra-op threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--device", args->device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "untimed steps first")->capture_default_str();
+  cmd->add_option("--steps", args->steps, "timed steps")->capture_default_str();
+  std::vector<std::string> amp{"off"};
+  for (const auto& name : enum_names(amp_dtypes())) amp.push_back(name);
+  cmd->add_option("--amp", args->amp, "autocast dtype, as train.amp")->check(one_of(amp))->capture_default_str();
+  cmd->add_flag("--loss-scaler", args->loss_scaler, "do the float16 loss scaler's work in any precision");
+  cmd->add_option("--clip", args->clip, "clip the gradient norm to this value (0: off)")->capture_default_str();
+  cmd->add_flag("--ema", args->ema, "update an EMA of the weights after every step");
+  add_json_flag(*cmd, args->json);
+  add_config_options(*cmd, args->config, args->overrides,
+                     "time this config's run instead: its data pipeline, its model step, or both (--mode)");
+  cmd->add_option("--mode", args->mode,
+                  "with --config: data (pipeline alone), model (step on random images) or train (both, with the "
+                  "data-wait vs compute split)")
+      ->check(one_of(bench_modes()))
+      ->capture_default_str();
+  add_data_bench_command(*cmd, commands);  // before bench itself: `bench data` also parses `bench`
+  commands.push_back({cmd, [args] { return args->config.empty() ? run_bench(*args) : run_config_bench(*args); }});
 }
 
 }  // namespace trainer

@@ -1,5 +1,7 @@
 #include "trainer/cli/checkpoint_config.hpp"
 
+#include <algorithm>
+
 #include "trainer/config/load.hpp"
 #include "trainer/util/error.hpp"
 
@@ -9,14 +11,25 @@ using nlohmann::json;
 
 namespace {
 
-void collect_changes(const json& before, const json& after, const std::string& prefix, std::vector<std::string>& out) {
+void collect_changes(const json& before, const json& after, const std::string& prefix, std::vector<ConfigChange>& out) {
   if (before.is_object() && after.is_object()) {
     for (const auto& item : after.items())
       collect_changes(before.contains(item.key()) ? before[item.key()] : json(), item.value(),
                       prefix + (prefix.empty() ? "" : ".") + item.key(), out);
     return;
   }
-  if (before != after) out.push_back(prefix + ": " + before.dump() + " -> " + after.dump());
+  if (before != after) out.push_back({prefix, before.dump(), after.dump()});
+}
+
+// Keys whose change makes the saved state meaningless: the model (its weights would not fit), the optimizer kind
+// (its state would not fit) and the data kind (the classes would not mean the same). A section name covers
+// every key in it. model.init_from / init_exclude only seed a new run's weights; on resume the checkpoint's
+// weights win, so they may change.
+bool refused_on_resume(const std::string& key) {
+  static const std::vector<std::string> refused{"model", "optim.name", "data.kind"};
+  static const std::vector<std::string> allowed{"model.init_from", "model.init_exclude"};
+  auto covers = [&](const std::string& entry) { return key == entry || key.rfind(entry + ".", 0) == 0; };
+  return std::any_of(refused.begin(), refused.end(), covers) && std::none_of(allowed.begin(), allowed.end(), covers);
 }
 
 }  // namespace
@@ -29,16 +42,9 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
   CheckpointConfig result{parse_config(j), {}};
   if (result.config.run.name.empty()) result.config.run.name = saved.value("run", json::object()).value("name", "");
   collect_changes(saved, config_to_json(result.config), "", result.changes);
-  // Changes that make the saved state meaningless are refused: the model (its weights would not fit),
-  // the optimizer kind (its state would not fit) and the data kind (the classes would not mean the same).
-  // init_from only seeds a new run's weights; on resume the checkpoint's weights win, so it may change.
-  auto refused = [](const std::string& change) {
-    if (change.rfind("model.", 0) == 0) return change.rfind("model.init_", 0) != 0;
-    return change.rfind("optim.name:", 0) == 0 || change.rfind("data.kind:", 0) == 0;
-  };
   for (const auto& change : result.changes)
-    if (refused(change))
-      throw CheckpointError(checkpoint.path().string() + " cannot continue with " + change +
+    if (refused_on_resume(change.key))
+      throw CheckpointError(checkpoint.path().string() + " cannot continue with " + change.describe() +
                             " (the model, optim.name and data.kind cannot change on resume; start a new run instead)");
   return result;
 }

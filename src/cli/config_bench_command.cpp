@@ -11,33 +11,60 @@
 #include "trainer/cli/bench_support.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/batch_dataset.hpp"
-#include "trainer/engine/mix.hpp"
-#include "trainer/engine/session.hpp"
-#include "trainer/engine/train_step.hpp"
+#include "trainer/data/loaders.hpp"
+#include "trainer/engine/run_step.hpp"
 #include "trainer/util/error.hpp"
-#include "trainer/util/hash.hpp"
+#include "trainer/util/clock.hpp"
 
 namespace trainer {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+// One micro-batch through the run's own step (train_micro_batch, and take_optimizer_step after the last
+// micro-batch of an optimizer step, as fit() calls them). Returns once the device is done (the loss is read back).
+void train_micro_batch_synced(Session& s, const ImageBatch& batch, int64_t micro) {
+  const TrainedMicroBatch m = train_micro_batch(s, batch, micro);
+  if (micro + 1 == s.config.train.accumulate_steps) take_optimizer_step(s);
+  m.out.loss.item<float>();
 }
 
-// One micro-batch through the run's own step: normalise, mix, forward and backward, and the update after the
-// last micro-batch of an optimizer step. Returns once the device is done (the loss is read back).
-void train_micro_batch(Session& s, const Normalization& norm, const ImageBatch& batch, int64_t micro) {
+// The step alone, on random images of the run's shape made once.
+void time_model_steps(Session& s, const BenchArgs& a, std::vector<double>& compute_ms) {
   const Config& c = s.config;
-  const auto x = to_model_input(batch.images.to(s.device, /*non_blocking=*/true), norm, c.model.channels_last);
-  const auto y = batch.labels.to(s.device, /*non_blocking=*/true);
-  const MicroResult out =
-      forward_backward(*s.model, mix_batch(x, y, c.train.mix, static_cast<uint64_t>(micro)), s.step, s.scaler);
-  if ((micro + 1) % c.train.accumulate_steps == 0) apply_update(*s.model, *s.optimizer, s.scaler, s.step);
-  out.loss.item<float>();
+  const int64_t batch = c.data.batch_size, total = a.warmup + a.steps;
+  const ImageShape shape = s.train_data->shape();
+  ImageBatch fixed{torch::randint(0, 256, {batch, shape.height, shape.width, shape.channels}, torch::kUInt8),
+                   torch::randint(0, c.model.num_classes, {batch}, torch::kLong)};
+  for (int64_t i = 0; i < total; ++i) {
+    const auto start = Clock::now();
+    train_micro_batch_synced(s, fixed, i % c.train.accumulate_steps);
+    if (i >= a.warmup) compute_ms.push_back(ms_since(start));
+  }
+}
+
+// Data and step as a run has them: the run's own loaders, epoch after epoch, each step split into waiting and
+// computing.
+void time_training_steps(Session& s, const BenchArgs& a, std::vector<double>& wait_ms,
+                         std::vector<double>& compute_ms) {
+  const Config& c = s.config;
+  const int64_t total = a.warmup + a.steps;
+  int64_t seen = 0;
+  for (int64_t epoch = 0; seen < total; ++epoch) {
+    auto loader = make_train_loader(s.train_data, c.data, static_cast<uint64_t>(c.run.seed), epoch, 0,
+                                    s.device.is_cuda(), s.train_bad);
+    auto wait_start = Clock::now();
+    for_each_batch(*loader, [&](ImageBatch& b) {
+      const double waited = ms_since(wait_start);
+      const auto start = Clock::now();
+      train_micro_batch_synced(s, b, seen % c.train.accumulate_steps);
+      if (seen >= a.warmup) {
+        wait_ms.push_back(waited);
+        compute_ms.push_back(ms_since(start));
+      }
+      wait_start = Clock::now();
+      return ++seen < total;
+    });
+  }
 }
 
 }  // namespace
@@ -60,43 +87,10 @@ int run_config_bench(const BenchArgs& a) {
   Session s = make_session(c, {}, logs, nullptr);
   const int64_t batch = c.data.batch_size;
   s.model->train();
-  const Normalization norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, s.device);
 
   std::vector<double> wait_ms, compute_ms;
-  const int64_t total = a.warmup + a.steps;
-  if (a.mode == "model") {
-    // Random images of the run's shape, made once: only the step is timed.
-    const ImageShape shape = s.train_data->shape();
-    ImageBatch fixed{torch::randint(0, 256, {batch, shape.height, shape.width, shape.channels}, torch::kUInt8),
-                     torch::randint(0, c.model.num_classes, {batch}, torch::kLong)};
-    for (int64_t i = 0; i < total; ++i) {
-      const auto start = Clock::now();
-      train_micro_batch(s, norm, fixed, i);
-      if (i >= a.warmup) compute_ms.push_back(ms_since(start));
-    }
-  } else {
-    int64_t seen = 0;
-    for (int64_t epoch = 0; seen < total; ++epoch) {
-      auto loader = make_loader(BatchDataset(s.train_data, s.device.is_cuda(), {static_cast<uint64_t>(c.run.seed), epoch},
-                                             s.train_bad),
-                                EpochSampler({s.train_data->size(), static_cast<size_t>(batch),
-                                              static_cast<uint64_t>(c.run.seed), epoch, c.data.shuffle, c.data.drop_last, 0}),
-                                static_cast<size_t>(batch), static_cast<size_t>(c.data.workers),
-                                static_cast<size_t>(c.data.prefetch));
-      auto wait_start = Clock::now();
-      for (ImageBatch& b : *loader) {
-        const double waited = ms_since(wait_start);
-        const auto start = Clock::now();
-        train_micro_batch(s, norm, b, seen);
-        if (seen >= a.warmup) {
-          wait_ms.push_back(waited);
-          compute_ms.push_back(ms_since(start));
-        }
-        wait_start = Clock::now();
-        if (++seen == total) break;
-      }
-    }
-  }
+  if (a.mode == "model") time_model_steps(s, a, compute_ms);
+  else time_training_steps(s, a, wait_ms, compute_ms);
   double wait_sum = 0, compute_sum = 0;
   for (double v : wait_ms) wait_sum += v;
   for (double v : compute_ms) compute_sum += v;

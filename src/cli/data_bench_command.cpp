@@ -10,19 +10,20 @@
 
 #include "trainer/cli/bench_support.hpp"
 #include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/loaders.hpp"
+#include "trainer/data/model_input.hpp"
 #include "trainer/data/folder_source.hpp"
 #include "trainer/data/image_decode.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/clock.hpp"
 
 namespace trainer {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Reads and decodes every file at full size, the files split over `threads` threads: the ceiling for a
 // pipeline that decodes at full resolution.
@@ -39,7 +40,7 @@ double decode_rate(const FolderSource& source, size_t threads, size_t& decoded) 
     });
   for (auto& t : pool) t.join();
   decoded = source.size();
-  return static_cast<double>(decoded) / std::chrono::duration<double>(Clock::now() - start).count();
+  return static_cast<double>(decoded) / seconds_since(start);
 }
 
 }  // namespace
@@ -69,23 +70,20 @@ int run_data_bench(const DataBenchArgs& a) {
     Clock::time_point start = Clock::now();
     // Epochs follow each other as in training, each a new loader over the same source.
     for (int64_t epoch = 0; seen < total; ++epoch) {
-      auto loader = make_loader(BatchDataset(source, false, {static_cast<uint64_t>(c.run.seed), epoch}, bad),
-                                EpochSampler({source->size(), batch_size, static_cast<uint64_t>(c.run.seed), epoch,
-                                              true, c.data.drop_last, 0}),
-                                batch_size, workers, static_cast<size_t>(c.data.prefetch));
-      for (ImageBatch& batch : *loader) {
+      auto loader = make_train_loader(source, c.data, static_cast<uint64_t>(c.run.seed), epoch, 0, false, bad);
+      for_each_batch(*loader, [&](ImageBatch& batch) {
         // What a CPU training step does with the batch before the model: float, normalised, channels_last.
         const auto before = Clock::now();
         const auto x = to_model_input(batch.images, norm, c.model.channels_last);
         if (++seen == a.warmup) start = Clock::now();
         if (seen > a.warmup) {
           images += x.size(0);
-          normalize_s += std::chrono::duration<double>(Clock::now() - before).count();
+          normalize_s += seconds_since(before);
         }
-        if (seen == total) break;
-      }
+        return seen < total;
+      });
     }
-    images_per_s = static_cast<double>(images) / std::chrono::duration<double>(Clock::now() - start).count();
+    images_per_s = static_cast<double>(images) / seconds_since(start);
     out["mode"] = "pipeline";
     out["images"] = images;
     out["bad_images"] = bad->distinct();
@@ -104,6 +102,19 @@ int run_data_bench(const DataBenchArgs& a) {
                   out["normalize_ms_per_batch"].get<double>());
   }
   return 0;
+}
+
+void add_data_bench_command(CLI::App& bench, Commands& commands) {
+  auto args = std::make_shared<DataBenchArgs>();
+  CLI::App* cmd =
+      bench.add_subcommand("data", "images/s of a config's training input pipeline, or of the decode alone");
+  add_config_options(*cmd, args->config, args->overrides, "config whose data section is timed", /*required=*/true);
+  cmd->add_option("--warmup", args->warmup, "untimed batches first")->capture_default_str();
+  cmd->add_option("--batches", args->batches, "timed batches")->capture_default_str();
+  cmd->add_flag("--decode-only", args->decode_only,
+                "time only reading and full-size decoding of the same files, on data.workers threads");
+  add_json_flag(*cmd, args->json);
+  commands.push_back({cmd, [args] { return run_data_bench(*args); }});
 }
 
 }  // namespace trainer

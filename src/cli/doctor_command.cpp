@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/engine/loss_scaler.hpp"
@@ -19,6 +20,7 @@
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 #include "trainer/util/torch_compat.hpp"
+#include "trainer/util/clock.hpp"
 
 namespace trainer {
 
@@ -177,7 +179,7 @@ std::optional<ImageShape> check_data(Report& report, const Config& c) {
     // Decode an evenly spaced sample: bad files show up now, not hours into the run.
     const size_t n = source->size(), sample = std::min<size_t>(n, 64);
     std::vector<std::string> bad;
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     for (size_t i = 0; i < sample; ++i) {
       const size_t index = i * n / sample;
       try {
@@ -186,7 +188,7 @@ std::optional<ImageShape> check_data(Report& report, const Config& c) {
         bad.push_back(std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
       }
     }
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms = ms_since(start);
     std::string detail = source->describe() + "; " + std::to_string(source->class_names().size()) + " classes; " +
                          std::to_string(sample - bad.size()) + "/" + std::to_string(sample) + " sampled images read (" +
                          format_number(std::round(ms / std::max<size_t>(sample, 1) * 100) / 100) + " ms each)";
@@ -230,7 +232,7 @@ void check_output(Report& report, const Config& c, const fs::path& run_dir, cons
     for (const auto& t : model->parameters()) param_bytes += static_cast<double>(t.numel() * t.element_size());
   const fs::path probe = base / ".trainer-doctor-write-test";
   std::vector<char> bytes(static_cast<size_t>(std::max(param_bytes, 1024.0 * 1024.0)), 1);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   try {
     write_file_atomically(probe, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
   } catch (const std::exception& e) {
@@ -239,7 +241,7 @@ void check_output(Report& report, const Config& c, const fs::path& run_dir, cons
                "choose a writable run.output_dir or --output-dir");
     return;
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = seconds_since(start);
   fs::remove(probe, ec);
   // A checkpoint holds the weights, the optimizer's slots (SGD momentum: 1, AdamW: 2) and the EMA copy; the run
   // keeps last.pt, best.pt, keep_last step files and the epoch files, plus one temporary file while writing.
@@ -309,6 +311,15 @@ int run_doctor(const DoctorArgs& args) {
   }
   std::printf("doctor: %d check(s) failed, %d warning(s)\n", report.failed(), report.warnings());
   return report.failed() ? 1 : 0;
+}
+
+void add_doctor_command(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<DoctorArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "doctor", "check LibTorch, BLAS, threads, every CUDA device and, with --config, the data and output folder");
+  add_config_options(*cmd, args->config, args->overrides, "config whose data, output folder and settings are checked");
+  add_output_dir_option(*cmd, args->output_dir, "run folder to check (default: run.output_dir/run.name)");
+  commands.push_back({cmd, [args] { return run_doctor(*args); }});
 }
 
 }  // namespace trainer

@@ -6,6 +6,7 @@
 
 #include "trainer/cli/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/engine/confusion.hpp"
 #include "trainer/engine/evaluate.hpp"
@@ -92,6 +93,57 @@ cv::Mat confusion_picture(const torch::Tensor& confusion, const std::vector<std:
                        totals);
 }
 
+// The lowest per-class accuracies and the most confused pairs, on stdout.
+void print_class_summary(const std::vector<std::string>& names, const std::vector<ClassScore>& scores,
+                         const std::vector<ConfusedPair>& pairs) {
+  std::vector<size_t> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a].accuracy() < scores[b].accuracy(); });
+  const size_t worst = std::min(kClassesShown, order.size());
+  std::printf("%s:\n", worst < order.size() ? ("lowest per-class accuracy (" + std::to_string(worst) + " of " +
+                                               std::to_string(order.size()) + " classes)").c_str()
+                                             : "per-class accuracy, lowest first");
+  for (size_t i = 0; i < worst; ++i) {
+    const auto& s = scores[order[i]];
+    std::printf("  %-24s %.4f (%lld/%lld)\n", names[order[i]].c_str(), s.accuracy(), static_cast<long long>(s.correct),
+                static_cast<long long>(s.images));
+  }
+  if (!pairs.empty()) std::printf("most confused (true -> predicted):\n");
+  for (const auto& p : pairs)
+    std::printf("  %s -> %s: %lld (%.1f%% of %s)\n", names[p.truth].c_str(), names[p.predicted].c_str(),
+                static_cast<long long>(p.count),
+                100.0 * static_cast<double>(p.count) / static_cast<double>(std::max<int64_t>(1, scores[p.truth].images)),
+                names[p.truth].c_str());
+}
+
+// eval.json: the figures, per-class scores, the most confused pairs and the whole confusion matrix.
+nlohmann::json eval_report(const EvalArgs& args, int64_t epoch, const EvalResult& r,
+                           const std::vector<std::string>& names, const std::vector<ClassScore>& scores,
+                           const std::vector<ConfusedPair>& pairs) {
+  nlohmann::json per_class = nlohmann::json::array();
+  for (size_t i = 0; i < scores.size(); ++i)
+    per_class.push_back({{"class", i}, {"name", names[i]}, {"images", scores[i].images},
+                         {"correct", scores[i].correct}, {"accuracy", scores[i].accuracy()}});
+  nlohmann::json confused = nlohmann::json::array();
+  for (const auto& p : pairs)
+    confused.push_back({{"true", p.truth}, {"predicted", p.predicted}, {"true_name", names[p.truth]},
+                        {"predicted_name", names[p.predicted]}, {"count", p.count}});
+  const auto m = r.confusion.contiguous();
+  const std::vector<int64_t> flat(m.data_ptr<int64_t>(), m.data_ptr<int64_t>() + m.numel());
+  nlohmann::json matrix = nlohmann::json::array();
+  for (size_t row = 0; row < scores.size(); ++row)
+    matrix.push_back(std::vector<int64_t>(flat.begin() + static_cast<std::ptrdiff_t>(row * scores.size()),
+                                          flat.begin() + static_cast<std::ptrdiff_t>((row + 1) * scores.size())));
+  return {{"checkpoint", args.checkpoint}, {"epoch", epoch},
+                            {"split", args.split},           {"weights", args.ema ? "ema" : "raw"},
+                            {"images", r.count},             {"unreadable", r.dropped},
+                            {"loss", r.loss()},              {"top1", r.top1()},
+                            {"top5", r.top5()},              {"correct1", r.correct1},
+                            {"correct5", r.correct5},        {"per_class", per_class},
+                            {"most_confused", confused},     {"confusion", matrix}};
+}
+
 }  // namespace
 
 int run_eval(const EvalArgs& args) {
@@ -137,51 +189,13 @@ int run_eval(const EvalArgs& args) {
   const auto& names = data->class_names();
   const auto scores = per_class_scores(r.confusion);
   const auto pairs = most_confused_pairs(r.confusion, kPairsShown);
-  std::vector<size_t> order(scores.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return scores[a].accuracy() < scores[b].accuracy(); });
-  const size_t worst = std::min(kClassesShown, order.size());
-  std::printf("%s:\n", worst < order.size() ? ("lowest per-class accuracy (" + std::to_string(worst) + " of " +
-                                               std::to_string(order.size()) + " classes)").c_str()
-                                             : "per-class accuracy, lowest first");
-  for (size_t i = 0; i < worst; ++i) {
-    const auto& s = scores[order[i]];
-    std::printf("  %-24s %.4f (%lld/%lld)\n", names[order[i]].c_str(), s.accuracy(), static_cast<long long>(s.correct),
-                static_cast<long long>(s.images));
-  }
-  if (!pairs.empty()) std::printf("most confused (true -> predicted):\n");
-  for (const auto& p : pairs)
-    std::printf("  %s -> %s: %lld (%.1f%% of %s)\n", names[p.truth].c_str(), names[p.predicted].c_str(),
-                static_cast<long long>(p.count),
-                100.0 * static_cast<double>(p.count) / static_cast<double>(std::max<int64_t>(1, scores[p.truth].images)),
-                names[p.truth].c_str());
+  print_class_summary(names, scores, pairs);
 
   // Reports land next to the checkpoint unless told otherwise; names say which split and weights.
   const fs::path dir = args.output_dir.empty() ? fs::path(args.checkpoint).parent_path() : fs::path(args.output_dir);
   if (!dir.empty()) fs::create_directories(dir);
   const std::string suffix = std::string(train_split ? "_train" : "") + (args.ema ? "_ema" : "");
-  nlohmann::json per_class = nlohmann::json::array();
-  for (size_t i = 0; i < scores.size(); ++i)
-    per_class.push_back({{"class", i}, {"name", names[i]}, {"images", scores[i].images},
-                         {"correct", scores[i].correct}, {"accuracy", scores[i].accuracy()}});
-  nlohmann::json confused = nlohmann::json::array();
-  for (const auto& p : pairs)
-    confused.push_back({{"true", p.truth}, {"predicted", p.predicted}, {"true_name", names[p.truth]},
-                        {"predicted_name", names[p.predicted]}, {"count", p.count}});
-  const auto m = r.confusion.contiguous();
-  const std::vector<int64_t> flat(m.data_ptr<int64_t>(), m.data_ptr<int64_t>() + m.numel());
-  nlohmann::json matrix = nlohmann::json::array();
-  for (size_t row = 0; row < scores.size(); ++row)
-    matrix.push_back(std::vector<int64_t>(flat.begin() + static_cast<std::ptrdiff_t>(row * scores.size()),
-                                          flat.begin() + static_cast<std::ptrdiff_t>((row + 1) * scores.size())));
-  const nlohmann::json j = {{"checkpoint", args.checkpoint}, {"epoch", checkpoint.meta().epoch},
-                            {"split", args.split},           {"weights", args.ema ? "ema" : "raw"},
-                            {"images", r.count},             {"unreadable", r.dropped},
-                            {"loss", r.loss()},              {"top1", r.top1()},
-                            {"top5", r.top5()},              {"correct1", r.correct1},
-                            {"correct5", r.correct5},        {"per_class", per_class},
-                            {"most_confused", confused},     {"confusion", matrix}};
+  const nlohmann::json j = eval_report(args, checkpoint.meta().epoch, r, names, scores, pairs);
   const fs::path json_path = args.output.empty() ? dir / ("eval" + suffix + ".json") : fs::path(args.output);
   write_text_atomically(json_path, j.dump(2) + "\n");
   const fs::path png = dir / ("confusion" + suffix + ".png");
@@ -192,6 +206,24 @@ int run_eval(const EvalArgs& args) {
     std::printf("wrote %s (%lld rows)\n", args.predictions.c_str(), static_cast<long long>(r.read));
   }
   return 0;
+}
+
+void add_eval_command(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<EvalArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "evaluate a checkpoint: loss, top-1, top-5, per-class accuracy, confusion matrix and plot");
+  add_checkpoint_option(*cmd, args->checkpoint);
+  add_config_options(*cmd, args->config, args->overrides,
+                     "evaluate with this config's data settings (model must match)");
+  cmd->add_option("--split", args->split, "val, or train (the training images with the eval transform)")
+      ->check(one_of({"val", "train"}))
+      ->capture_default_str();
+  cmd->add_flag("--ema", args->ema, "evaluate the checkpoint's EMA weights");
+  add_output_dir_option(*cmd, args->output_dir, "folder for eval.json and confusion.png (default: the checkpoint's)");
+  cmd->add_option("--output", args->output, "write the JSON report to this file instead");
+  cmd->add_option("--predictions", args->predictions,
+                  "CSV with one row per image: path, label, top-5 and probabilities");
+  commands.push_back({cmd, [args] { return run_eval(*args); }});
 }
 
 }  // namespace trainer

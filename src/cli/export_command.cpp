@@ -5,6 +5,7 @@
 
 #include "trainer/cli/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
@@ -24,7 +25,7 @@ std::map<std::string, std::string> export_metadata(const Config& c, const Checkp
           {"arch", c.model.arch},
           {"num_classes", std::to_string(c.model.num_classes)},
           {"in_channels", std::to_string(c.model.in_channels)},
-          {"stem", config_to_json(c)["model"]["stem"].get<std::string>()},
+          {"stem", enum_name(stem_kinds(), c.model.stem)},
           {"input_shape", json({in.channels, in.height, in.width}).dump()},  // C, H, W of the training images
           {"mean", json(c.data.mean).dump()},
           {"std", json(c.data.std).dump()},
@@ -54,6 +55,15 @@ int run_export(const ExportArgs& args) {
               c.model.arch.c_str(), static_cast<long long>(checkpoint.meta().epoch), state.size(),
               static_cast<long long>(values), args.output.c_str());
   return 0;
+}
+
+void add_export_command(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<ExportArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("export", "write a checkpoint's weights as torchvision-named safetensors with metadata");
+  add_checkpoint_option(*cmd, args->checkpoint);
+  cmd->add_option("-o,--output", args->output, "safetensors file to write")->required();
+  commands.push_back({cmd, [args] { return run_export(*args); }});
 }
 
 }  // namespace trainer

@@ -6,6 +6,7 @@
 
 #include "trainer/cli/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
 #include "trainer/data/folder_source.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"
@@ -82,6 +83,16 @@ int run_predict(const PredictArgs& args) {
       std::printf("  %.4f  %s\n", t["prob"].get<double>(), t["name"].get<std::string>().c_str());
   }
   return 0;
+}
+
+void add_predict_command(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<PredictArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("predict", "top-5 classes of image files, with the checkpoint's own preprocessing");
+  add_checkpoint_option(*cmd, args->checkpoint);
+  cmd->add_option("images", args->images, "image files")->required();
+  add_json_flag(*cmd, args->json);
+  commands.push_back({cmd, [args] { return run_predict(*args); }});
 }
 
 }  // namespace trainer

@@ -4,6 +4,7 @@
 
 #include "trainer/cli/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/util/atomic_file.hpp"
@@ -59,7 +60,7 @@ int finish(const Session& s, const FitResult& r) {
     s.logs.main->info("finished {} epoch(s): eval top1 {:.4f} top5 {:.4f} loss {:.4f}{}; best {} {:.4f}; run folder {}",
                       r.state.epoch, r.last_eval->top1(), r.last_eval->top5(), r.last_eval->loss(),
                       r.last_ema_eval ? fmt::format(" (ema top1 {:.4f})", r.last_ema_eval->top1()) : std::string(),
-                      best_metrics()[static_cast<size_t>(s.config.train.best_metric)].first, r.state.best.value_or(0.0),
+                      enum_name(best_metrics(), s.config.train.best_metric), r.state.best.value_or(0.0),
                       s.run_dir.string());
   s.logs.main->info("continue with: {}  |  evaluate with: trainer eval --checkpoint {}", resume,
                     (s.run_dir / "best.pt").string());
@@ -83,7 +84,7 @@ int train_resume(const TrainArgs& args) {
   const fs::path run_dir = args.output_dir.empty() ? fs::absolute(checkpoint.path()).parent_path() : fs::path(args.output_dir);
   fs::create_directories(run_dir);
   RunLogs logs = make_run_logs(run_dir);
-  for (const auto& change : resolved.changes) logs.main->info("resume: config change {} (allowed)", change);
+  for (const auto& change : resolved.changes) logs.main->info("resume: config change {} (allowed)", change.describe());
   if (checkpoint.meta().epoch >= resolved.config.train.epochs) {
     logs.main->info("{} already completed {} of {} epoch(s); nothing to do (raise it with --set train.epochs=N)",
                     checkpoint.path().string(), checkpoint.meta().epoch, resolved.config.train.epochs);
@@ -144,6 +145,19 @@ int run_train(const TrainArgs& args) {
   if (!args.resume.empty()) return train_resume(args);
   if (args.config.empty()) throw UsageError("training needs --config FILE or --resume CHECKPOINT (see trainer --help)");
   return train_new(args);
+}
+
+void add_train_command(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<TrainArgs>();
+  add_config_options(app, args->config, args->overrides, "JSON config file (may \"extends\" a parent)");
+  app.add_option("--resume", args->resume, "continue the run of this checkpoint (its config is reused)");
+  add_output_dir_option(app, args->output_dir, "run folder (default: run.output_dir/run.name)");
+  app.add_option("--stop-after-epoch", args->stop_after_epoch,
+                 "save and stop after this epoch; --resume continues the same schedule (for time-limited jobs)");
+  app.add_option("--stop-after-step", args->stop_after_step,
+                 "save and stop after this optimizer step, also mid-epoch; --resume continues exactly there");
+  app.add_flag("--smoke", args->smoke, "train a few batches for 2 epochs with a save, a resume and an eval");
+  commands.push_back({&app, [args] { return run_train(*args); }});
 }
 
 }  // namespace trainer

@@ -4,7 +4,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "trainer/config/data_kinds.hpp"
 #include "trainer/config/json_fields.hpp"
+#include "trainer/config/schedule_kinds.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -65,10 +67,9 @@ void check_channels(const std::string& key, const std::vector<double>& values, i
 
 // Defaults that depend on other fields, filled in so the resolved config shows the values used.
 void resolve(Config& c) {
-  if (c.data.mean.empty()) c.data.mean = c.data.kind == DataKind::imagenet ? std::vector<double>{0.485, 0.456, 0.406}
-                                                                           : std::vector<double>{0.1307};
-  if (c.data.std.empty()) c.data.std = c.data.kind == DataKind::imagenet ? std::vector<double>{0.229, 0.224, 0.225}
-                                                                         : std::vector<double>{0.3081};
+  const DataKindRow& kind = data_kind_row(c.data.kind);
+  if (c.data.mean.empty()) c.data.mean = kind.mean;
+  if (c.data.std.empty()) c.data.std = kind.std;
   if (c.data.augment.eval_resize == 0)
     c.data.augment.eval_resize = static_cast<int64_t>(std::lround(static_cast<double>(c.data.augment.image_size) / 0.875));
 }
@@ -87,34 +88,22 @@ void validate(const Config& c) {
                       ") names, got " + std::to_string(c.data.class_names.size()));
   for (double s : c.data.std)
     if (!(s > 0)) throw ConfigError("data.std: expected values > 0, got " + std::to_string(s));
-  if (c.data.kind == DataKind::mnist && c.data.root.empty())
-    throw ConfigError("data.root: expected the folder that holds the MNIST IDX files, got an empty string");
-  if (c.data.kind == DataKind::imagenet) {
-    if (c.data.root.empty())
-      throw ConfigError("data.root: expected the folder that holds train/ and val/, got an empty string");
-    if (c.model.in_channels != 1 && c.model.in_channels != 3)
-      throw ConfigError("model.in_channels: image folders give 1 (grey) or 3 (RGB) channels, got " +
-                        std::to_string(c.model.in_channels));
-  }
+  if (const auto check = data_kind_row(c.data.kind).check) check(c);
   const AugmentConfig& a = c.data.augment;
   check_interval("data.augment.scale", a.scale, 0.0, 1.0);
   check_interval("data.augment.ratio", a.ratio, 0.0, HUGE_VAL);
   if (a.eval_resize < a.image_size)
     throw ConfigError("data.augment.eval_resize: expected 0 or a size >= data.augment.image_size (" +
                       std::to_string(a.image_size) + "), got " + std::to_string(a.eval_resize));
-  if (c.data.kind == DataKind::synthetic && c.data.synthetic.channels != c.model.in_channels)
-    throw ConfigError("data.synthetic.channels: expected model.in_channels (" + std::to_string(c.model.in_channels) +
-                      "), got " + std::to_string(c.data.synthetic.channels));
-  const bool has_floor = c.schedule.kind == ScheduleKind::cosine || c.schedule.kind == ScheduleKind::polynomial;
-  if (has_floor && c.schedule.min_lr > base_learning_rate(c))
+  const ScheduleRow& schedule = schedule_row(c.schedule.kind);
+  if (schedule.decays_to_min_lr && c.schedule.min_lr > base_learning_rate(c))
     throw ConfigError("schedule.min_lr: expected a value <= the base learning rate (" +
                       format_number(base_learning_rate(c)) + "), got " + format_number(c.schedule.min_lr));
   for (size_t i = 0; i < c.schedule.milestones.size(); ++i)
     if (c.schedule.milestones[i] < 0 || (i > 0 && c.schedule.milestones[i] <= c.schedule.milestones[i - 1]))
       throw ConfigError("schedule.milestones: expected increasing epochs >= 0, got " +
                         nlohmann::json(c.schedule.milestones).dump());
-  if (c.schedule.kind == ScheduleKind::multistep && c.schedule.milestones.empty())
-    throw ConfigError("schedule.milestones: the multistep schedule needs at least one milestone");
+  if (schedule.check) schedule.check(c.schedule);
   if (c.train.best_metric == BestMetric::ema_top1 && !c.train.ema.enabled)
     throw ConfigError("train.best_metric: \"ema_top1\" needs train.ema.enabled");
   const auto& betas = c.optim.betas;

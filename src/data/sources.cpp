@@ -1,5 +1,7 @@
 #include "trainer/data/sources.hpp"
 
+#include <stdexcept>
+
 #include "trainer/data/folder_source.hpp"
 #include "trainer/data/mnist_idx.hpp"
 #include "trainer/data/subset.hpp"
@@ -7,30 +9,48 @@
 
 namespace trainer {
 
+namespace {
+
+using Opener = std::shared_ptr<const ImageSource> (*)(const Config& c, Split split);
+
+std::shared_ptr<const ImageSource> open_mnist(const Config& c, Split split) {
+  return std::make_shared<MnistIdx>(MnistIdx::find_files(c.data.root, split == Split::eval ? "t10k" : "train"),
+                                    c.model.num_classes);
+}
+
+std::shared_ptr<const ImageSource> open_imagenet(const Config& c, Split split) {
+  return open_image_folder(c.data, split != Split::eval, c.model.num_classes, c.model.in_channels,
+                           split == Split::train);
+}
+
+std::shared_ptr<const ImageSource> open_synthetic(const Config& c, Split split) {
+  const auto& s = c.data.synthetic;
+  const bool train = split != Split::eval;
+  // The eval split gets its own images: a different seed stream, never the training samples.
+  const uint64_t split_seed = static_cast<uint64_t>(c.run.seed) * 2 + (train ? 0 : 1);
+  return std::make_shared<SyntheticSource>(train ? s.train_size : s.eval_size, ImageShape{s.height, s.width, s.channels},
+                                           c.model.num_classes, split_seed);
+}
+
+// The reader of each data.kind (its name, defaults and rules: config/data_kinds.cpp).
+Opener opener(DataKind kind) {
+  static const std::pair<DataKind, Opener> table[] = {
+      {DataKind::mnist, open_mnist},
+      {DataKind::imagenet, open_imagenet},
+      {DataKind::synthetic, open_synthetic},
+  };
+  for (const auto& [k, open] : table)
+    if (k == kind) return open;
+  throw std::logic_error("data kind without a reader in data/sources.cpp");
+}
+
+}  // namespace
+
 std::shared_ptr<const ImageSource> make_source(const Config& config, Split split) {
   const DataConfig& data = config.data;
-  const int64_t num_classes = config.model.num_classes;
-  const bool train_images = split != Split::eval;
-  std::shared_ptr<const ImageSource> source;
-  switch (data.kind) {
-    case DataKind::mnist:
-      source = std::make_shared<MnistIdx>(MnistIdx::find_files(data.root, train_images ? "train" : "t10k"),
-                                          num_classes);
-      break;
-    case DataKind::imagenet:
-      source = open_image_folder(data, train_images, num_classes, config.model.in_channels, split == Split::train);
-      break;
-    case DataKind::synthetic: {
-      const auto& s = data.synthetic;
-      // The eval split gets its own images: a different seed stream, never the training samples.
-      const uint64_t split_seed = static_cast<uint64_t>(config.run.seed) * 2 + (train_images ? 0 : 1);
-      source = std::make_shared<SyntheticSource>(train_images ? s.train_size : s.eval_size,
-                                                 ImageShape{s.height, s.width, s.channels}, num_classes, split_seed);
-      break;
-    }
-  }
+  auto source = opener(data.kind)(config, split);
   // An evenly spaced subset of a class-sorted list takes about the same number of images from every class.
-  const int64_t limit = train_images ? data.limit_train : data.limit_eval;
+  const int64_t limit = split == Split::eval ? data.limit_eval : data.limit_train;
   return make_subset(with_class_names(std::move(source), data.class_names), static_cast<size_t>(limit));
 }
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "trainer/data/loaders.hpp"
+#include "trainer/util/clock.hpp"
+
 namespace trainer {
 
 EvalOptions eval_options(const Config& c, const torch::Device& device, std::shared_ptr<BadSamples> bad) {
@@ -18,16 +21,12 @@ EvalOptions eval_options(const Config& c, const torch::Device& device, std::shar
 }
 
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   torch::NoGradGuard no_grad;
   model.eval();
-  const size_t n = data->size();
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
-  EpochSampler sampler({n, options.batch_size, 0, 0, /*shuffle=*/false, /*drop_last=*/false, 0});
-  // Unreadable images are dropped, not replaced: a duplicate of another image would bias the figures.
-  auto loader = make_loader(BatchDataset(data, options.device.is_cuda(), {}, options.bad, BadSlot::drop),
-                            std::move(sampler),
-                            options.batch_size, options.workers, options.prefetch);
+  auto loader = make_eval_loader(data, options.batch_size, options.workers, options.prefetch,
+                                 options.device.is_cuda(), options.bad);
   // Counts accumulate on the device: one synchronisation at the end, not one per batch.
   auto options_i64 = torch::TensorOptions().dtype(torch::kInt64).device(options.device);
   torch::Tensor correct1 = torch::zeros({}, options_i64), correct5 = torch::zeros({}, options_i64);
@@ -36,44 +35,41 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   const int64_t classes = static_cast<int64_t>(data->class_names().size());
   torch::Tensor confusion = options.confusion ? torch::zeros({classes * classes}, options_i64) : torch::Tensor();
   EvalResult result;
-  try {  // see fit(): unwrap errors from loader threads
-    for (ImageBatch& batch : *loader) {
-      const auto x = to_model_input(batch.images, options.norm, options.channels_last);
-      const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
-      const auto logits = model.forward(x).to(torch::kFloat);
-      // A dropped slot (label kDroppedLabel) adds no loss, matches no class and is not counted.
-      loss_sum += torch::nn::functional::cross_entropy(logits, y,
-                                                       torch::nn::functional::CrossEntropyFuncOptions()
-                                                           .reduction(torch::kSum)
-                                                           .ignore_index(kDroppedLabel))
-                      .to(torch::kDouble);
-      const auto top = logits.topk(k, 1);
-      const auto hits = std::get<1>(top).eq(y.unsqueeze(1));
-      correct1 += hits.select(1, 0).sum();
-      correct5 += hits.any(1).sum();
-      const auto kept = y.ne(kDroppedLabel);
-      counted += kept.sum();
-      if (options.confusion) {
-        const auto cell = (y * classes + std::get<1>(top).select(1, 0)).masked_select(kept);
-        confusion += torch::bincount(cell, {}, classes * classes);
-      }
-      if (options.on_batch) {
-        // The top-k probabilities are the top-k logits' softmax over all classes.
-        const auto probs = std::get<0>(top) - logits.logsumexp(1, /*keepdim=*/true);
-        options.on_batch(static_cast<size_t>(result.read), std::get<1>(top).cpu(), probs.exp().cpu(), y.cpu());
-      }
-      result.read += y.size(0);
+  for_each_batch(*loader, [&](ImageBatch& batch) {
+    const auto x = to_model_input(batch.images, options.norm, options.channels_last);
+    const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
+    const auto logits = model.forward(x).to(torch::kFloat);
+    // A dropped slot (label kDroppedLabel) adds no loss, matches no class and is not counted.
+    loss_sum += torch::nn::functional::cross_entropy(logits, y,
+                                                     torch::nn::functional::CrossEntropyFuncOptions()
+                                                         .reduction(torch::kSum)
+                                                         .ignore_index(kDroppedLabel))
+                    .to(torch::kDouble);
+    const auto top = logits.topk(k, 1);
+    const auto hits = std::get<1>(top).eq(y.unsqueeze(1));
+    correct1 += hits.select(1, 0).sum();
+    correct5 += hits.any(1).sum();
+    const auto kept = y.ne(kDroppedLabel);
+    counted += kept.sum();
+    if (options.confusion) {
+      const auto cell = (y * classes + std::get<1>(top).select(1, 0)).masked_select(kept);
+      confusion += torch::bincount(cell, {}, classes * classes);
     }
-  } catch (const torch::data::WorkerException& e) {
-    std::rethrow_exception(e.original_exception);
-  }
+    if (options.on_batch) {
+      // The top-k probabilities are the top-k logits' softmax over all classes.
+      const auto probs = std::get<0>(top) - logits.logsumexp(1, /*keepdim=*/true);
+      options.on_batch(static_cast<size_t>(result.read), std::get<1>(top).cpu(), probs.exp().cpu(), y.cpu());
+    }
+    result.read += y.size(0);
+    return true;
+  });
   result.count = counted.item<int64_t>();
   result.dropped = result.read - result.count;
   result.correct1 = correct1.item<int64_t>();
   result.correct5 = correct5.item<int64_t>();
   result.loss_sum = loss_sum.item<double>();
   if (options.confusion) result.confusion = confusion.view({classes, classes}).cpu();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = seconds_since(start);
   return result;
 }
 

@@ -15,6 +15,7 @@
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/clock.hpp"
 
 namespace trainer {
 
@@ -56,10 +57,10 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   apply_threads(c.run);
 
   // Opening a folder dataset lists every file (1.28 million for ImageNet): the log says how long it took.
-  const auto open_start = std::chrono::steady_clock::now();
+  const auto open_start = Clock::now();
   s.train_data = make_source(c, Split::train);
   s.eval_data = make_source(c, Split::eval);
-  const double open_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - open_start).count();
+  const double open_seconds = seconds_since(open_start);
   const auto train_shape = s.train_data->shape(), eval_shape = s.eval_data->shape();
   if (train_shape.height != eval_shape.height || train_shape.width != eval_shape.width ||
       train_shape.channels != eval_shape.channels)
@@ -81,6 +82,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   }
   place_model(*s.model, s.device, c.model.channels_last);
   s.optimizer = make_optimizer(c.optim, *s.model);
+  s.norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, s.device);
   s.step = step_options(c.train, s.device);
   s.scaler = LossScaler(c.train.amp, s.step.uses_scaler());
   auto make_ema = [&] {
@@ -104,7 +106,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
       else s.ema = make_ema();
     }
     resume->restore_rng();  // last: building a model above draws from the generator
-    s.state = {m.epoch, m.step, m.batch_in_epoch, m.best};
+    s.state = m;  // its TrainState part
     s.logs.main->info("resumed from {}: {} epoch(s){}, {} step(s) done", resume->path().string(), s.state.epoch,
                       m.batch_in_epoch ? " and " + std::to_string(m.batch_in_epoch) + " batch(es)" : "",
                       s.state.step);

@@ -18,6 +18,44 @@ namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+template <class T>
+json value_json(const T& value) {
+  if constexpr (std::is_same_v<T, ImageShape>)
+    return {{"height", value.height}, {"width", value.width}, {"channels", value.channels}};
+  else
+    return json(value);
+}
+json value_json(const std::optional<double>& value) { return value ? json(*value) : json(); }
+
+template <class T>
+void read_value(const json& j, T& value) {
+  if constexpr (std::is_same_v<T, ImageShape>)
+    value = {j.at("height").get<int64_t>(), j.at("width").get<int64_t>(), j.at("channels").get<int64_t>()};
+  else
+    value = j.get<T>();
+}
+void read_value(const json& j, std::optional<double>& value) {
+  if (j.is_null()) value.reset();
+  else value = j.get<double>();
+}
+
+// CheckpointMeta::visit() visitors: the metadata object written into, and read from, a checkpoint.
+struct MetaWriter {
+  json& j;
+  template <class T>
+  void field(const char* key, const T& value, MetaKey) { j[key] = value_json(value); }
+};
+
+struct MetaReader {
+  const json& j;
+  template <class T>
+  void field(const char* key, T& value, MetaKey need) {
+    const auto it = j.find(key);
+    if (it != j.end()) read_value(*it, value);
+    else if (need == MetaKey::required) j.at(key);  // throws json's "key not found" naming the key
+  }
+};
+
 void check_finite(const torch::nn::Module& model, const fs::path& path) {
   for (const auto& item : model.named_parameters())
     if (!torch::isfinite(item.value()).all().item<bool>())
@@ -58,16 +96,9 @@ void restore_module(torch::serialize::InputArchive& archive, torch::nn::Module& 
 void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const CheckpointModules& modules) {
   check_finite(modules.model, path);
   if (modules.ema) check_finite(*modules.ema, path);
-  const json j = {{"format_version", kCheckpointFormatVersion},
-                  {"config", meta.config},
-                  {"epoch", meta.epoch},
-                  {"step", meta.step},
-                  {"batch_in_epoch", meta.batch_in_epoch},
-                  {"best", meta.best ? json(*meta.best) : json()},
-                  {"class_names", meta.class_names},
-                  {"input", {{"height", meta.input.height}, {"width", meta.input.width}, {"channels", meta.input.channels}}},
-                  {"scaler", meta.scaler},
-                  {"ema_updates", meta.ema_updates}};
+  json j = {{"format_version", kCheckpointFormatVersion}};
+  MetaWriter writer{j};
+  CheckpointMeta(meta).visit(writer);  // visit() is not const: it visits a copy
   torch::serialize::OutputArchive archive;
   archive.write("meta", c10::IValue(j.dump()));
   torch::serialize::OutputArchive model_archive, optimizer_archive;
@@ -135,21 +166,10 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     if (version != kCheckpointFormatVersion)
       throw CheckpointError(path.string() + ": format version " + std::to_string(version) + ", this trainer reads " +
                             std::to_string(kCheckpointFormatVersion));
-    meta_.config = j.at("config");
-    meta_.epoch = j.at("epoch").get<int64_t>();
-    meta_.step = j.at("step").get<int64_t>();
-    if (j.contains("best")) {
-      if (!j["best"].is_null()) meta_.best = j["best"].get<double>();
-    } else if (const double old = j.at("best_top1").get<double>(); old >= 0) {  // before best_metric existed
-      meta_.best = old;
-    }
-    meta_.batch_in_epoch = j.value("batch_in_epoch", int64_t{0});
-    meta_.scaler = j.value("scaler", json());
-    meta_.ema_updates = j.value("ema_updates", int64_t{0});
-    meta_.class_names = j.at("class_names").get<std::vector<std::string>>();
-    if (j.contains("input"))  // absent in checkpoints written before export existed
-      meta_.input = {j["input"].at("height").get<int64_t>(), j["input"].at("width").get<int64_t>(),
-                     j["input"].at("channels").get<int64_t>()};
+    MetaReader reader{j};
+    meta_.visit(reader);
+    if (!j.contains("best"))  // written before train.best_metric existed: best_top1, -1 before any evaluation
+      if (const double old = j.at("best_top1").get<double>(); old >= 0) meta_.best = old;
   } catch (const json::exception& e) {
     throw CheckpointError(path.string() + ": damaged metadata (" + std::string(e.what()) + ")");
   }

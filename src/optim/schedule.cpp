@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainer/config/schedule_kinds.hpp"
+
 namespace trainer {
 
 int64_t warmup_steps(const ScheduleConfig& s, const ScheduleLength& length) {
@@ -18,28 +20,11 @@ double lr_at(const ScheduleConfig& s, double base_lr, int64_t step, const Schedu
     if (s.warmup == WarmupKind::constant) return base_lr * f;
     return base_lr * (f + (1.0 - f) * static_cast<double>(step) / static_cast<double>(w));
   }
-  const auto t = static_cast<double>(step - w);
-  const auto span = static_cast<double>(std::max<int64_t>(1, length.total_steps - w));
-  const auto epoch_steps = static_cast<double>(std::max<int64_t>(1, length.steps_per_epoch));
-  const double progress = std::min(1.0, t / span);
-  switch (s.kind) {
-    case ScheduleKind::constant:
-      return base_lr;
-    case ScheduleKind::cosine:
-      return s.min_lr + (base_lr - s.min_lr) * 0.5 * (1.0 + std::cos(M_PI * progress));
-    case ScheduleKind::step:
-      return base_lr * std::pow(s.gamma, std::floor(t / std::max(1.0, s.step_epochs * epoch_steps)));
-    case ScheduleKind::multistep: {
-      const auto passed = std::count_if(s.milestones.begin(), s.milestones.end(),
-                                        [&](double m) { return std::round(m * epoch_steps) <= t; });
-      return base_lr * std::pow(s.gamma, static_cast<double>(passed));
-    }
-    case ScheduleKind::exponential:
-      return base_lr * std::pow(s.gamma, t / epoch_steps);
-    case ScheduleKind::polynomial:
-      return s.min_lr + (base_lr - s.min_lr) * std::pow(1.0 - progress, s.power);
-  }
-  return base_lr;
+  AfterWarmup at;
+  at.t = static_cast<double>(step - w);
+  at.span = static_cast<double>(std::max<int64_t>(1, length.total_steps - w));
+  at.epoch_steps = static_cast<double>(std::max<int64_t>(1, length.steps_per_epoch));
+  return schedule_row(s.kind).lr(s, base_lr, at);
 }
 
 }  // namespace trainer

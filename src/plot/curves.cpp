@@ -51,10 +51,7 @@ std::vector<MetricsRow> read_metrics_jsonl(const fs::path& file) {
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j.contains("step"))
       throw Error(file.string() + ":" + std::to_string(n) + ": not a metrics row", 1);
-    MetricsRow r;
-    r.kind = j["kind"].get<std::string>();
-    r.epoch = j.value("epoch", int64_t{0});
-    r.step = j["step"].get<int64_t>();
+    MetricsRow r(j["kind"].get<std::string>(), j.value("epoch", int64_t{0}), j["step"].get<int64_t>());
     for (const auto& c : metrics_columns()) r.*c.value = number(j, c.name);
     rows.push_back(std::move(r));
   }

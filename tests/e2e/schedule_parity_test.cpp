@@ -17,22 +17,22 @@ bool torch_available() {
   return available;
 }
 
-struct Case {
+struct ScheduleCase {
   std::string name;
   ScheduleConfig schedule;
   double base;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const ScheduleCase& c, std::ostream* os) { *os << c.name; }
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-class ScheduleParity : public ::testing::TestWithParam<Case> {};
+class ScheduleParity : public ::testing::TestWithParam<ScheduleCase> {};
 
 TEST_P(ScheduleParity, EqualsPyTorchsSchedulerAtEveryStep) {
   if (!torch_available())
     GTEST_SKIP() << "Python torch not found at " TRAINER_PYTHON << "; install python3-torch (scripts/setup.sh does)";
-  const Case& c = GetParam();
+  const ScheduleCase& c = GetParam();
   const ScheduleLength length{60, 6};
   const ScheduleConfig& s = c.schedule;
   std::string kind;
@@ -72,8 +72,8 @@ ScheduleConfig make(ScheduleKind kind, int64_t warmup, WarmupKind warmup_kind = 
   return s;
 }
 
-std::vector<Case> cases() {
-  std::vector<Case> out;
+std::vector<ScheduleCase> cases() {
+  std::vector<ScheduleCase> out;
   auto add = [&](const std::string& name, ScheduleConfig s) { out.push_back({name, s, 0.4}); };
   add("constant_linear_warmup", make(ScheduleKind::constant, 7));
   add("constant_constant_warmup", make(ScheduleKind::constant, 7, WarmupKind::constant));
@@ -100,7 +100,7 @@ std::vector<Case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, ScheduleParity, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<ScheduleCase>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace trainer

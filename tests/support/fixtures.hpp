@@ -20,6 +20,17 @@ namespace trainer::testing {
 
 namespace fs = std::filesystem;
 
+// The message of the E that f() throws, or "no error".
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 class TempDir {
  public:
   TempDir() {

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/loaders.hpp"
+#include "trainer/data/model_input.hpp"
 #include "trainer/data/subset.hpp"
 #include "trainer/data/synthetic.hpp"
 

@@ -5,6 +5,8 @@
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
 #include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/loaders.hpp"
+#include "trainer/data/model_input.hpp"
 #include "trainer/data/folder_source.hpp"
 #include "trainer/data/image_decode.hpp"
 #include "trainer/engine/evaluate.hpp"
@@ -26,14 +28,6 @@ DataConfig folder_config(const fs::path& root, int64_t size = 16) {
   return d;
 }
 
-std::string data_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 torch::Tensor epoch_images(std::shared_ptr<const ImageSource> source, int64_t epoch, size_t workers) {
   auto loader = make_loader(BatchDataset(source, false, {5, epoch}, nullptr),
@@ -63,7 +57,7 @@ TEST(FolderSource, ReadsTheTrainAndValSplitsOfAnImageNetLayout) {
   EXPECT_LT(px[2], 100);
   const auto grey = open_image_folder(folder_config(dir.path()), true, 3, 1);
   EXPECT_EQ(grey->read(1).image.channels(), 1);  // a PNG, decoded as grey
-  EXPECT_NE(data_error([&] { open_image_folder(folder_config(dir.path()), true, 5, 3); })
+  EXPECT_NE(testing::error_of<DataError>([&] { open_image_folder(folder_config(dir.path()), true, 5, 3); })
                 .find("3 classes, but model.num_classes is 5"),
             std::string::npos);
 }
@@ -75,12 +69,12 @@ TEST(FolderSource, ValClassFoldersAreUsedWhenThereIsNoLabelFile) {
   EXPECT_EQ(val->size(), 6u);
   EXPECT_EQ(val->label(2), 1);
   fs::remove_all(dir / "val" / "n2");
-  EXPECT_NE(data_error([&] { open_image_folder(folder_config(dir.path()), false, 3, 3); })
+  EXPECT_NE(testing::error_of<DataError>([&] { open_image_folder(folder_config(dir.path()), false, 3, 3); })
                 .find("same 3 class folders"),
             std::string::npos);
   DataConfig missing = folder_config(dir.path());
   missing.train_dir = "nope";
-  EXPECT_NE(data_error([&] { open_image_folder(missing, true, 3, 3); }).find("nope: no such folder"),
+  EXPECT_NE(testing::error_of<DataError>([&] { open_image_folder(missing, true, 3, 3); }).find("nope: no such folder"),
             std::string::npos);
 }
 
@@ -158,12 +152,12 @@ TEST(FolderSource, BadImagesAreReplacedCountedAndLimited) {
   EXPECT_TRUE(found) << "slot 0 holds a copy of another sample of this batch";
 
   auto strict = std::make_shared<BadSamples>("train", train->size(), 0.1, nullptr);  // 1 of 10 allowed
-  const std::string error = data_error([&] { BatchDataset(train, false, {3, 1}, strict).get_batch(all); });
+  const std::string error = testing::error_of<DataError>([&] { BatchDataset(train, false, {3, 1}, strict).get_batch(all); });
   EXPECT_NE(error.find("2 of the 10 train images could not be read, more than data.max_bad_fraction (0.1, 1 images)"),
             std::string::npos)
       << error;
   EXPECT_NE(error.find("img2.JPEG: truncated JPEG"), std::string::npos) << error;
-  EXPECT_NE(data_error([&] { BatchDataset(train, false).get_batch({0}); }).find("img0.JPEG: cannot decode"),
+  EXPECT_NE(testing::error_of<DataError>([&] { BatchDataset(train, false).get_batch({0}); }).find("img0.JPEG: cannot decode"),
             std::string::npos);
 }
 

@@ -18,14 +18,6 @@ void touch(const fs::path& p) {
   write_text(p, "x");  // the index never decodes; content does not matter here
 }
 
-std::string data_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(ImageFolder, ClassesAreFolderNamesInByteOrderAndFilesAreSorted) {
   TempDir dir;
@@ -49,12 +41,12 @@ TEST(ImageFolder, ClassesAreFolderNamesInByteOrderAndFilesAreSorted) {
 
 TEST(ImageFolder, MissingOrEmptyFoldersAreClearErrors) {
   TempDir dir;
-  EXPECT_NE(data_error([&] { list_class_folders(dir / "train"); }).find("train: no such folder"), std::string::npos);
+  EXPECT_NE(testing::error_of<DataError>([&] { list_class_folders(dir / "train"); }).find("train: no such folder"), std::string::npos);
   fs::create_directories(dir / "train");
-  EXPECT_NE(data_error([&] { list_class_folders(dir / "train"); }).find("no class folders"), std::string::npos);
+  EXPECT_NE(testing::error_of<DataError>([&] { list_class_folders(dir / "train"); }).find("no class folders"), std::string::npos);
   touch(dir / "train" / "a" / "1.jpg");
   touch(dir / "train" / "b" / "readme.txt");
-  EXPECT_NE(data_error([&] { scan_class_folders(dir / "train", {"a", "b"}); }).find("b: class folder holds no images"),
+  EXPECT_NE(testing::error_of<DataError>([&] { scan_class_folders(dir / "train", {"a", "b"}); }).find("b: class folder holds no images"),
             std::string::npos);
 }
 
@@ -71,7 +63,7 @@ class ValLabels : public ::testing::Test {
   }
   std::string error_for(const std::string& text) {
     write_text(dir / "val_label.txt", text);
-    return data_error([&] { read_val_labels(dir / "val_label.txt", dir / "val", 4); });
+    return testing::error_of<DataError>([&] { read_val_labels(dir / "val_label.txt", dir / "val", 4); });
   }
 };
 
@@ -107,7 +99,7 @@ TEST(ImageFolder, ClassNamesFromASynsetFile) {
   write_text(dir / "synsets.txt", "n01440764 tench, Tinca tinca\r\nn01443537 goldfish, Carassius auratus\n\n");
   EXPECT_EQ(read_class_names(dir / "synsets.txt", {"n01443537", "n99999999", "n01440764"}),
             (std::vector<std::string>{"goldfish, Carassius auratus", "n99999999", "tench, Tinca tinca"}));
-  EXPECT_NE(data_error([&] { read_class_names(dir / "none.txt", {}); }).find("none.txt: cannot open"), std::string::npos);
+  EXPECT_NE(testing::error_of<DataError>([&] { read_class_names(dir / "none.txt", {}); }).find("none.txt: cannot open"), std::string::npos);
 }
 
 }  // namespace

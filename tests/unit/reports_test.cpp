@@ -47,12 +47,21 @@ TEST(Chart, NiceTicksAndLabels) {
 
 TEST(Chart, CurvesDrawEverySeries) {
   std::vector<MetricsRow> rows;
+  auto add = [&](const char* kind, int64_t epoch, int64_t step, double lr, double loss, double top1, double top5,
+                 double images_per_s) {
+    MetricsRow& r = rows.emplace_back(kind, epoch, step);
+    r.lr = lr;
+    r.loss = loss;
+    r.top1 = top1;
+    r.top5 = top5;
+    r.images_per_s = images_per_s;
+  };
   for (int64_t step = 10; step <= 100; step += 10)
-    rows.push_back({"train", 1 + (step - 1) / 50, step, 0.1 * (1 - step / 200.0), 2.0 - step / 100.0, 0.5, MetricsRow::none, 900});
-  rows.push_back({"epoch", 1, 50, 0.08, 1.6, 0.4, MetricsRow::none, 950});
-  rows.push_back({"eval", 1, 50, 0.08, 1.5, 0.45, 0.9, 2000});
-  rows.push_back({"epoch", 2, 100, 0.05, 1.1, 0.6, MetricsRow::none, 950});
-  rows.push_back({"eval", 2, 100, 0.05, 1.2, 0.62, 0.95, 2000});
+    add("train", 1 + (step - 1) / 50, step, 0.1 * (1 - step / 200.0), 2.0 - step / 100.0, 0.5, MetricsRow::none, 900);
+  add("epoch", 1, 50, 0.08, 1.6, 0.4, MetricsRow::none, 950);
+  add("eval", 1, 50, 0.08, 1.5, 0.45, 0.9, 2000);
+  add("epoch", 2, 100, 0.05, 1.1, 0.6, MetricsRow::none, 950);
+  add("eval", 2, 100, 0.05, 1.2, 0.62, 0.95, 2000);
   const cv::Mat img = draw_curves(rows, "test run");
   EXPECT_EQ(img.cols, 1600);
   EXPECT_EQ(img.rows, 44 + 2 * 480);

@@ -1,12 +1,41 @@
-// The subcommands behind `trainer`. main.cpp parses argv into these structs and calls one; each returns the
-// process exit code and throws trainer::Error for user mistakes.
+// The subcommands behind `trainer`. Each command's file declares its options beside its run_* function and adds
+// itself to the command line with one add_*_command(); main() lists those in one table, parses argv and runs
+// the command that was chosen. A run_* function returns the process exit code and throws trainer::Error for user
+// mistakes.
+//   CLI::App app;  Commands commands;
+//   add_eval_command(app, commands);   ...   app.parse(argc, argv);
+//   for (const Command& c : commands) if (c.app->parsed()) return c.run();
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace trainer {
+
+// A command as added to the command line: its (sub)command, and how to run it with the options parsed into it.
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+// Nested commands come before their parent (`bench data` before `bench`), and `train`, whose options live on
+// the top level, comes last: the first parsed one is the one the user chose.
+using Commands = std::vector<Command>;
+
+void add_eval_command(CLI::App& app, Commands& commands);
+void add_predict_command(CLI::App& app, Commands& commands);
+void add_plot_command(CLI::App& app, Commands& commands);
+void add_doctor_command(CLI::App& app, Commands& commands);
+void add_config_command(CLI::App& app, Commands& commands);   // config show, config schema
+void add_export_command(CLI::App& app, Commands& commands);
+void add_bench_command(CLI::App& app, Commands& commands);    // bench (--arch or --config), bench data
+void add_train_command(CLI::App& app, Commands& commands);    // the top level: trainer --config / --resume
+void add_data_bench_command(CLI::App& bench, Commands& commands);  // called by add_bench_command
 
 struct TrainArgs {
   std::string config;                  // --config FILE
@@ -54,8 +83,9 @@ struct BenchArgs {
   // With --config: time that run's own pipeline and step instead (run_config_bench).
   std::string config;                  // --config FILE
   std::vector<std::string> overrides;  // --set KEY=VALUE
-  std::string mode = "train";          // --mode data|model|train
+  std::string mode = "train";          // --mode, one of bench_modes()
 };
+inline std::vector<std::string> bench_modes() { return {"data", "model", "train"}; }
 
 // `trainer bench data`: images/s of a config's training input pipeline (read, decode, augment, batch, and the
 // float normalisation a CPU step does), or with --decode-only the full-size decode rate of the same files.

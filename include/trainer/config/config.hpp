@@ -32,12 +32,10 @@ struct RunConfig {
   }
 };
 
+// The dataset format. Each kind is one row of config/data_kinds.cpp (name, usual normalisation, rules) and one
+// of data/sources.cpp (its reader).
 enum class DataKind { mnist, imagenet, synthetic };
-inline const EnumTable<DataKind>& data_kinds() {
-  static const EnumTable<DataKind> table{
-      {"mnist", DataKind::mnist}, {"imagenet", DataKind::imagenet}, {"synthetic", DataKind::synthetic}};
-  return table;
-}
+const EnumTable<DataKind>& data_kinds();
 
 // How a crop is resized to the output size. bilinear and bicubic are Pillow's filters, bit for bit (what
 // torchvision uses on PIL images, antialiased when shrinking); nearest is OpenCV's.
@@ -221,16 +219,9 @@ struct OptimConfig {
   }
 };
 
+// The schedule after warmup. Each kind is one row of config/schedule_kinds.cpp (name, rules, formula).
 enum class ScheduleKind { constant, cosine, step, multistep, exponential, polynomial };
-inline const EnumTable<ScheduleKind>& schedule_kinds() {
-  static const EnumTable<ScheduleKind> table{{"constant", ScheduleKind::constant},
-                                             {"cosine", ScheduleKind::cosine},
-                                             {"step", ScheduleKind::step},
-                                             {"multistep", ScheduleKind::multistep},
-                                             {"exponential", ScheduleKind::exponential},
-                                             {"polynomial", ScheduleKind::polynomial}};
-  return table;
-}
+const EnumTable<ScheduleKind>& schedule_kinds();
 
 enum class WarmupKind { linear, constant };
 inline const EnumTable<WarmupKind>& warmup_kinds() {

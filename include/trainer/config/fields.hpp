@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,5 +31,21 @@ struct Range {
 // Names of an enum's values, in the order they are listed in error messages.
 template <class E>
 using EnumTable = std::vector<std::pair<std::string, E>>;
+
+// The name of `value` in its table (every enum value has one row).
+template <class E>
+const std::string& enum_name(const EnumTable<E>& table, E value) {
+  for (const auto& [name, v] : table)
+    if (v == value) return name;
+  throw std::logic_error("enum value without a name in its table");
+}
+
+// The table's names in order: the choices of a config key or a command-line option.
+template <class E>
+std::vector<std::string> enum_names(const EnumTable<E>& table) {
+  std::vector<std::string> names;
+  for (const auto& row : table) names.push_back(row.first);
+  return names;
+}
 
 }  // namespace trainer

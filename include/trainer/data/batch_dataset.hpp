@@ -3,10 +3,8 @@
 // A sample that cannot be read is recorded in `bad`; for training its slot is filled with another sample,
 // chosen by (seed, epoch, index), so batches stay full and deterministic; for evaluation (BadSlot::drop) the
 // slot is zeroed and labelled kDroppedLabel, so that metrics leave it out instead of counting a duplicate.
-// Without `bad` the error propagates.
+// Without `bad` the error propagates. Runs build their loaders through loaders.hpp.
 //   BatchDataset ds(source, /*pin_memory=*/false, {seed, epoch}, bad);
-//   auto loader = make_loader(ds, EpochSampler({...}), batch_size, /*workers=*/2, /*prefetch=*/4);
-//   for (ImageBatch& b : *loader) { auto x = to_model_input(b.images, norm); ... }
 #pragma once
 
 #include <torch/torch.h>
@@ -44,23 +42,5 @@ class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, Im
   std::shared_ptr<BadSamples> bad_;
   BadSlot bad_slot_;
 };
-
-using Loader = torch::data::StatelessDataLoader<BatchDataset, EpochSampler>;
-
-// `workers` threads keep up to `prefetch` batches ready ahead of the training step; 0 workers prepare them on
-// the calling thread.
-std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers,
-                                    size_t prefetch = 4);
-
-// Per-channel normalisation constants, ready on the model's device.
-struct Normalization {
-  torch::Tensor mean;  // float [1, C, 1, 1], 0..255 scale
-  torch::Tensor inv_std;
-};
-Normalization make_normalization(const std::vector<double>& mean, const std::vector<double>& std, int64_t channels,
-                                 const torch::Device& device);
-
-// uint8 NHWC on any device -> normalized float NCHW on `norm`'s device, contiguous or channels_last.
-torch::Tensor to_model_input(const torch::Tensor& images, const Normalization& norm, bool channels_last);
 
 }  // namespace trainer

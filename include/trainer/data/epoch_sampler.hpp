@@ -1,6 +1,7 @@
 // The order of one epoch as a pure function of (seed, epoch): the same batches whatever the worker count,
 // and a resumed run can start at any batch offset. Plugs into LibTorch's DataLoader as its sampler.
-//   EpochSampler s({.size = n, .batch_size = 64, .seed = 1, .epoch = 3, .start_batch = 10});
+//   SamplerOptions o;  o.size = n;  o.batch_size = 64;  o.seed = 1;  o.epoch = 3;  o.start_batch = 10;
+//   EpochSampler s(o);
 #pragma once
 
 #include <torch/data/samplers/base.h>

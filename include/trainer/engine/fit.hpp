@@ -1,6 +1,8 @@
-// The training loop: epochs of optimizer steps, evaluation, checkpoints. Reads top to bottom in fit.cpp.
+// The training loop: epochs of optimizer steps, evaluation, checkpoints. fit.cpp reads top to bottom as the
+// recipe; each labelled stage is one function in fit_stages.cpp.
 //   FitResult r = fit(session);                          // to config.train.epochs
-//   FitResult r = fit(session, {.epoch = 1});            // --smoke stops early to exercise resume
+//   FitLimits limits;  limits.epoch = 1;
+//   FitResult r = fit(session, limits);                  // --smoke stops early to exercise resume
 #pragma once
 
 #include <optional>

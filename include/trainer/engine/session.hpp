@@ -13,6 +13,7 @@
 #include "trainer/config/config.hpp"
 #include "trainer/data/bad_samples.hpp"
 #include "trainer/data/image_source.hpp"
+#include "trainer/data/model_input.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/train_step.hpp"
 #include "trainer/engine/weight_ema.hpp"
@@ -31,13 +32,6 @@ struct RunLogs {
 // An empty run_dir logs to the console only.
 RunLogs make_run_logs(const std::filesystem::path& run_dir);
 
-struct TrainState {
-  int64_t epoch = 0;            // completed epochs
-  int64_t step = 0;             // completed optimizer steps
-  int64_t batch_in_epoch = 0;   // batches of epoch `epoch` (0-based) already trained: > 0 after a mid-epoch stop
-  std::optional<double> best;   // best value of train.best_metric so far
-};
-
 struct Session {
   Config config;
   std::filesystem::path run_dir;
@@ -49,6 +43,7 @@ struct Session {
   std::shared_ptr<BadSamples> eval_bad;
   ClassifierPtr model;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  Normalization norm;            // data.mean / data.std on the model's device
   StepOptions step;              // precision, accumulation, clipping
   LossScaler scaler;             // enabled for float16 autocast
   std::unique_ptr<WeightEma> ema;  // with train.ema.enabled

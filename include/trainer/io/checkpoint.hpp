@@ -2,7 +2,7 @@
 // exactly, also mid-epoch: format version, resolved config, progress (epoch, step, batch within the epoch),
 // best metric, loss-scaler state, class names, model, optimizer, EMA weights, CPU and CUDA RNG states.
 //   save_checkpoint(dir / "last.pt", meta, {*model, *optimizer, ema});      // atomic; refuses a non-finite model
-//   auto ck = load_checkpoint("runs/x/last.pt"); ck.restore_model(*model);
+//   const LoadedCheckpoint ck("runs/x/last.pt"); ck.restore_model(*model);
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,16 +22,39 @@ namespace trainer {
 
 constexpr int64_t kCheckpointFormatVersion = 1;
 
-struct CheckpointMeta {
+// Where a run stands: what it has done so far, and where it continues.
+struct TrainState {
+  int64_t epoch = 0;            // completed epochs
+  int64_t step = 0;             // completed optimizer steps
+  int64_t batch_in_epoch = 0;   // batches of epoch `epoch` (0-based) already trained: > 0 after a mid-epoch stop
+  std::optional<double> best;   // best value of train.best_metric so far; none before the first evaluation
+};
+
+// Whether a metadata key must be in a checkpoint; optional keys were added after format version 1 was first
+// written and take their default when absent.
+enum class MetaKey { required, optional };
+
+// A checkpoint's metadata is the run's TrainState plus what it takes to rebuild the run around it.
+struct CheckpointMeta : TrainState {
   nlohmann::json config;                 // the resolved config of the run
-  int64_t epoch = 0;                     // completed epochs
-  int64_t step = 0;                      // completed optimizer steps
-  int64_t batch_in_epoch = 0;            // batches of epoch `epoch` (0-based) already trained: > 0 mid-epoch
-  std::optional<double> best;            // best value of train.best_metric so far; none before the first eval
   std::vector<std::string> class_names;
   ImageShape input;                      // training image shape; lets export rebuild the model without the data
   nlohmann::json scaler;                 // LossScaler::state(), null without one
   int64_t ema_updates = 0;
+
+  // The metadata's JSON keys, declared once for writing and reading.
+  template <class V>
+  void visit(V& v) {
+    v.field("config", config, MetaKey::required);
+    v.field("epoch", epoch, MetaKey::required);
+    v.field("step", step, MetaKey::required);
+    v.field("batch_in_epoch", batch_in_epoch, MetaKey::optional);
+    v.field("best", best, MetaKey::optional);  // older files: best_top1, read by the loader
+    v.field("class_names", class_names, MetaKey::required);
+    v.field("input", input, MetaKey::optional);      // absent before export existed
+    v.field("scaler", scaler, MetaKey::optional);
+    v.field("ema_updates", ema_updates, MetaKey::optional);
+  }
 };
 
 struct CheckpointModules {

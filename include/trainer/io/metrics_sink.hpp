@@ -19,8 +19,12 @@
 
 namespace trainer {
 
+// Built by name, never positionally, so that a new column cannot shift the others:
+//   MetricsRow row("eval", epoch, step);  row.loss = 0.3;  row.top1 = 0.9;
 struct MetricsRow {
   static constexpr double none = std::numeric_limits<double>::quiet_NaN();  // written as empty / null
+  MetricsRow(std::string kind, int64_t epoch, int64_t step) : kind(std::move(kind)), epoch(epoch), step(step) {}
+
   std::string kind;  // "train", "epoch", "eval" or "eval_ema"
   int64_t epoch = 0;
   int64_t step = 0;

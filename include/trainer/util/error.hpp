@@ -1,6 +1,7 @@
 // Typed errors for user mistakes. Throw one with what went wrong, where, and a hint;
 // main() catches it once, prints the single line, and exits with exit_code().
-//   throw ConfigError("optim.lr: expected a number > 0, got -1");
+//   throw ConfigError("optim.lr: expected a number > 0, got -1");   // what(): "config: optim.lr: ..."
+//   catch (const DataError& e) { note(e.message()); }                // the message without its category
 #pragma once
 
 #include <stdexcept>
@@ -10,47 +11,56 @@ namespace trainer {
 
 class Error : public std::runtime_error {
  public:
-  Error(const std::string& message, int exit_code) : std::runtime_error(message), exit_code_(exit_code) {}
+  Error(const std::string& message, int exit_code) : Error("", message, exit_code) {}
   int exit_code() const { return exit_code_; }
+  // what() without the "category: " prefix, for re-raising or quoting the error inside another message.
+  const std::string& message() const { return message_; }
+
+ protected:
+  Error(const std::string& category, const std::string& message, int exit_code)
+      : std::runtime_error(category.empty() ? message : category + ": " + message),
+        message_(message),
+        exit_code_(exit_code) {}
 
  private:
+  std::string message_;
   int exit_code_;
 };
 
 // Bad command line (unknown flag, malformed --set, incompatible options).
 class UsageError : public Error {
  public:
-  explicit UsageError(const std::string& m) : Error("usage: " + m, 2) {}
+  explicit UsageError(const std::string& m) : Error("usage", m, 2) {}
 };
 
 // A config value that is missing, mistyped, out of range or unknown. The message starts with its JSON path.
 class ConfigError : public Error {
  public:
-  explicit ConfigError(const std::string& m) : Error("config: " + m, 2) {}
+  explicit ConfigError(const std::string& m) : Error("config", m, 2) {}
 };
 
 // A dataset that is missing, malformed or inconsistent. The message names the file.
 class DataError : public Error {
  public:
-  explicit DataError(const std::string& m) : Error("data: " + m, 2) {}
+  explicit DataError(const std::string& m) : Error("data", m, 2) {}
 };
 
 // A checkpoint that cannot be read, written, or does not fit the requested run.
 class CheckpointError : public Error {
  public:
-  explicit CheckpointError(const std::string& m) : Error("checkpoint: " + m, 2) {}
+  explicit CheckpointError(const std::string& m) : Error("checkpoint", m, 2) {}
 };
 
 // A weights file (safetensors) that is malformed, or whose tensors do not fit the model.
 class WeightsError : public Error {
  public:
-  explicit WeightsError(const std::string& m) : Error("weights: " + m, 2) {}
+  explicit WeightsError(const std::string& m) : Error("weights", m, 2) {}
 };
 
 // Training itself failed (for example a non-finite loss); the previous checkpoint is intact.
 class TrainError : public Error {
  public:
-  explicit TrainError(const std::string& m) : Error("train: " + m, 1) {}
+  explicit TrainError(const std::string& m) : Error("train", m, 1) {}
 };
 
 }  // namespace trainer

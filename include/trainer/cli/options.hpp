@@ -1,0 +1,36 @@
+// Option groups that several commands share, so each is spelt, typed and explained once, and choice lists taken
+// from the enum tables the config parser uses.
+//   add_config_options(*cmd, args.config, args.overrides, "config whose data section is timed", /*required=*/true);
+//   cmd->add_option("--stem", args.stem)->check(one_of(stem_kinds()));
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "trainer/config/fields.hpp"
+
+namespace trainer {
+
+// -c/--config FILE and --set KEY=VALUE (repeatable).
+void add_config_options(CLI::App& cmd, std::string& config, std::vector<std::string>& overrides,
+                        const std::string& config_help, bool required = false);
+
+// --checkpoint FILE, required.
+void add_checkpoint_option(CLI::App& cmd, std::string& checkpoint);
+
+// -o/--output-dir DIR.
+void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::string& help);
+
+// --json: one JSON line on stdout.
+void add_json_flag(CLI::App& cmd, bool& json);
+
+// A check that accepts exactly these names, listed in the error.
+CLI::Validator one_of(const std::vector<std::string>& names);
+template <class E>
+CLI::Validator one_of(const EnumTable<E>& table) {
+  return one_of(enum_names(table));
+}
+
+}  // namespace trainer

@@ -1,0 +1,38 @@
+// The learning-rate schedules after warmup, one row each: the name schedule.kind takes, whether it decays to
+// schedule.min_lr, what else its keys must satisfy, and its rate as a pure function of the steps since warmup.
+// lr_at() (optim/schedule.hpp) adds the warmup; the config parser checks each row's rules. A new schedule is one
+// ScheduleKind value and one row in schedule_kinds.cpp.
+//   const ScheduleRow& row = schedule_row(config.schedule.kind);
+//   double lr = row.lr(config.schedule, base_lr, {t, span, steps_per_epoch});
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "trainer/config/config.hpp"
+
+namespace trainer {
+
+// Where the run is after warmup.
+struct AfterWarmup {
+  double t = 0.0;            // steps since warmup ended
+  double span = 1.0;         // steps from the end of warmup to the end of the run (>= 1)
+  double epoch_steps = 1.0;  // optimizer steps per epoch (>= 1)
+
+  double progress() const { return std::min(1.0, t / span); }  // 0 .. 1
+};
+
+struct ScheduleRow {
+  std::string name;
+  ScheduleKind kind;
+  bool decays_to_min_lr = false;  // schedule.min_lr is its floor, so it must not exceed the base rate
+  // Throws ConfigError when the schedule's own keys are unusable (null: no rules beyond the field ranges).
+  void (*check)(const ScheduleConfig& s) = nullptr;
+  double (*lr)(const ScheduleConfig& s, double base_lr, const AfterWarmup& at) = nullptr;
+};
+
+const std::vector<ScheduleRow>& schedule_rows();
+const ScheduleRow& schedule_row(ScheduleKind kind);
+
+}  // namespace trainer

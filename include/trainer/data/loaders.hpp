@@ -1,0 +1,51 @@
+// The loaders a run reads through: LibTorch's DataLoader over a BatchDataset and an EpochSampler. Training,
+// evaluation and the benchmarks all build theirs here, so a benchmark reads exactly what a run reads.
+//   auto loader = make_train_loader(source, config.data, seed, epoch, /*start_batch=*/0, pin_memory, bad);
+//   for_each_batch(*loader, [&](ImageBatch& b) { ...; return true; });   // false stops early
+//   auto eval = make_eval_loader(source, /*batch_size=*/256, /*workers=*/2, /*prefetch=*/4, pin_memory, bad);
+#pragma once
+
+#include <memory>
+
+#include "trainer/config/config.hpp"
+#include "trainer/data/batch_dataset.hpp"
+
+namespace trainer {
+
+using Loader = torch::data::StatelessDataLoader<BatchDataset, EpochSampler>;
+
+// `workers` threads keep up to `prefetch` batches ready ahead of the training step; 0 workers prepare them on
+// the calling thread.
+std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers,
+                                    size_t prefetch = 4);
+
+// The order of training epoch `epoch`: data.batch_size, data.shuffle and data.drop_last over `images`.
+SamplerOptions train_sampler_options(size_t images, const DataConfig& data, uint64_t seed, int64_t epoch,
+                                     size_t start_batch = 0);
+size_t train_batches_per_epoch(size_t images, const DataConfig& data);
+
+// The training loader for epoch `epoch`, from batch `start_batch` on (a resumed epoch): order and augmentation
+// are functions of (seed, epoch, index); an unreadable image is recorded in `bad` and replaced.
+std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> source, const DataConfig& data,
+                                          uint64_t seed, int64_t epoch, size_t start_batch, bool pin_memory,
+                                          std::shared_ptr<BadSamples> bad);
+
+// The eval loader: every image once, in order; an unreadable image is recorded in `bad` and left out of the
+// figures (kDroppedLabel), or throws without `bad`.
+std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size,
+                                         size_t workers, size_t prefetch, bool pin_memory,
+                                         std::shared_ptr<BadSamples> bad);
+
+// Calls `f(batch)` for each batch until it returns false. A loader thread's error arrives wrapped in LibTorch's
+// WorkerException: the original is rethrown, so a DataError stays a one-line user error.
+template <class F>
+void for_each_batch(Loader& loader, F&& f) {
+  try {
+    for (ImageBatch& batch : loader)
+      if (!f(batch)) return;
+  } catch (const torch::data::WorkerException& e) {
+    std::rethrow_exception(e.original_exception);
+  }
+}
+
+}  // namespace trainer

@@ -1,0 +1,26 @@
+// A session's training step exactly as fit() runs it, so that `trainer bench --config` times the same calls:
+// each micro-batch goes to the device, is normalised, mixed by the (seed, step, micro-batch) draw and run
+// forward and backward; after the last micro-batch of an optimizer step the update is taken.
+//   const TrainedMicroBatch m = train_micro_batch(session, batch, micro);
+//   if (micro + 1 == session.config.train.accumulate_steps) { UpdateResult u = take_optimizer_step(session); }
+#pragma once
+
+#include "trainer/data/batch_dataset.hpp"
+#include "trainer/engine/session.hpp"
+#include "trainer/engine/train_step.hpp"
+
+namespace trainer {
+
+struct TrainedMicroBatch {
+  MicroResult out;
+  torch::Tensor labels;  // the hard labels on the model's device
+};
+
+// Micro-batch `micro` (0-based) of optimizer step session.state.step + 1.
+TrainedMicroBatch train_micro_batch(Session& session, const ImageBatch& batch, int64_t micro);
+
+// apply_update(), then the step is counted (session.state.step) and, unless the loss scaler skipped it, the
+// weight EMA follows.
+UpdateResult take_optimizer_step(Session& session);
+
+}  // namespace trainer

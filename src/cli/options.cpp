@@ -1,0 +1,26 @@
+#include "trainer/cli/options.hpp"
+
+namespace trainer {
+
+void add_config_options(CLI::App& cmd, std::string& config, std::vector<std::string>& overrides,
+                        const std::string& config_help, bool required) {
+  auto* option = cmd.add_option("-c,--config", config, config_help);
+  if (required) option->required();
+  cmd.add_option("--set", overrides, "override a config key, e.g. --set optim.lr=0.02 (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->take_all();
+}
+
+void add_checkpoint_option(CLI::App& cmd, std::string& checkpoint) {
+  cmd.add_option("--checkpoint", checkpoint, "checkpoint file (last.pt or best.pt)")->required();
+}
+
+void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::string& help) {
+  cmd.add_option("-o,--output-dir", output_dir, help);
+}
+
+void add_json_flag(CLI::App& cmd, bool& json) { cmd.add_flag("--json", json, "print one JSON line"); }
+
+CLI::Validator one_of(const std::vector<std::string>& names) { return CLI::IsMember(names); }
+
+}  // namespace trainer

@@ -1,0 +1,72 @@
+#include "trainer/config/schedule_kinds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace {
+
+// Each shape equals the PyTorch scheduler named in optim/schedule.hpp, stepped once per optimizer step.
+double constant(const ScheduleConfig&, double base, const AfterWarmup&) { return base; }
+
+double cosine(const ScheduleConfig& s, double base, const AfterWarmup& at) {
+  return s.min_lr + (base - s.min_lr) * 0.5 * (1.0 + std::cos(M_PI * at.progress()));
+}
+
+double step(const ScheduleConfig& s, double base, const AfterWarmup& at) {
+  return base * std::pow(s.gamma, std::floor(at.t / std::max(1.0, s.step_epochs * at.epoch_steps)));
+}
+
+double multistep(const ScheduleConfig& s, double base, const AfterWarmup& at) {
+  const auto passed = std::count_if(s.milestones.begin(), s.milestones.end(),
+                                    [&](double m) { return std::round(m * at.epoch_steps) <= at.t; });
+  return base * std::pow(s.gamma, static_cast<double>(passed));
+}
+
+void needs_milestones(const ScheduleConfig& s) {
+  if (s.milestones.empty())
+    throw ConfigError("schedule.milestones: the multistep schedule needs at least one milestone");
+}
+
+double exponential(const ScheduleConfig& s, double base, const AfterWarmup& at) {
+  return base * std::pow(s.gamma, at.t / at.epoch_steps);
+}
+
+double polynomial(const ScheduleConfig& s, double base, const AfterWarmup& at) {
+  return s.min_lr + (base - s.min_lr) * std::pow(1.0 - at.progress(), s.power);
+}
+
+}  // namespace
+
+const std::vector<ScheduleRow>& schedule_rows() {
+  static const std::vector<ScheduleRow> rows{
+      {"constant", ScheduleKind::constant, false, nullptr, constant},
+      {"cosine", ScheduleKind::cosine, true, nullptr, cosine},
+      {"step", ScheduleKind::step, false, nullptr, step},
+      {"multistep", ScheduleKind::multistep, false, needs_milestones, multistep},
+      {"exponential", ScheduleKind::exponential, false, nullptr, exponential},
+      {"polynomial", ScheduleKind::polynomial, true, nullptr, polynomial},
+  };
+  return rows;
+}
+
+const ScheduleRow& schedule_row(ScheduleKind kind) {
+  for (const auto& row : schedule_rows())
+    if (row.kind == kind) return row;
+  throw std::logic_error("schedule kind without a row in schedule_rows()");
+}
+
+const EnumTable<ScheduleKind>& schedule_kinds() {
+  static const EnumTable<ScheduleKind> table = [] {
+    EnumTable<ScheduleKind> t;
+    for (const auto& row : schedule_rows()) t.emplace_back(row.name, row.kind);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace trainer

@@ -1,0 +1,52 @@
+#include "trainer/data/loaders.hpp"
+
+#include <algorithm>
+
+namespace trainer {
+
+std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers,
+                                    size_t prefetch) {
+  // enforce_ordering keeps batches in sampler order whichever worker finishes first. max_jobs bounds the
+  // batches in flight (queued, being prepared or ready); every worker needs one to stay busy. Without workers
+  // it must stay 0: LibTorch would queue that many batches for threads that do not exist, and lose them.
+  auto options = torch::data::DataLoaderOptions(batch_size)
+                     .workers(workers)
+                     .max_jobs(workers == 0 ? 0 : std::max(prefetch, workers))
+                     .enforce_ordering(true);
+  return std::make_unique<Loader>(std::move(dataset), std::move(sampler), std::move(options));
+}
+
+
+SamplerOptions train_sampler_options(size_t images, const DataConfig& data, uint64_t seed, int64_t epoch,
+                                     size_t start_batch) {
+  return SamplerOptions{images, static_cast<size_t>(data.batch_size), seed, epoch, data.shuffle, data.drop_last,
+                        start_batch};
+}
+
+size_t train_batches_per_epoch(size_t images, const DataConfig& data) {
+  return EpochSampler(train_sampler_options(images, data, 0, 0)).batches_per_epoch();
+}
+
+std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> source, const DataConfig& data,
+                                          uint64_t seed, int64_t epoch, size_t start_batch, bool pin_memory,
+                                          std::shared_ptr<BadSamples> bad) {
+  const size_t images = source->size();
+  return make_loader(BatchDataset(std::move(source), pin_memory, {seed, epoch}, std::move(bad)),
+                     EpochSampler(train_sampler_options(images, data, seed, epoch, start_batch)),
+                     static_cast<size_t>(data.batch_size), static_cast<size_t>(data.workers),
+                     static_cast<size_t>(data.prefetch));
+}
+
+std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size,
+                                         size_t workers, size_t prefetch, bool pin_memory,
+                                         std::shared_ptr<BadSamples> bad) {
+  SamplerOptions order;
+  order.size = source->size();
+  order.batch_size = batch_size;
+  order.shuffle = false;
+  // Unreadable images are dropped, not replaced: a duplicate of another image would bias the figures.
+  return make_loader(BatchDataset(std::move(source), pin_memory, {}, std::move(bad), BadSlot::drop),
+                     EpochSampler(order), batch_size, workers, prefetch);
+}
+
+}  // namespace trainer

@@ -1,0 +1,222 @@
+#include "fit_stages.hpp"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "trainer/data/loaders.hpp"
+#include "trainer/optim/optimizer.hpp"
+#include "trainer/plot/curves.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
+#include "trainer/util/clock.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+FitPlan plan_fit(const Session& s, const FitLimits& limits) {
+  const Config& c = s.config;
+  FitPlan p;
+  p.batches_per_epoch = static_cast<int64_t>(train_batches_per_epoch(s.train_data->size(), c.data));
+  if (p.batches_per_epoch == 0)
+    throw ConfigError("data.batch_size: " + std::to_string(c.data.batch_size) + " is larger than the " +
+                      std::to_string(s.train_data->size()) + " training images with data.drop_last");
+  p.steps_per_epoch = (p.batches_per_epoch + c.train.accumulate_steps - 1) / c.train.accumulate_steps;
+  p.last_epoch = std::min(c.train.epochs, limits.epoch.value_or(c.train.epochs));
+  p.length = ScheduleLength{p.steps_per_epoch * c.train.epochs, p.steps_per_epoch};
+  p.base_lr = base_learning_rate(c);
+  return p;
+}
+
+TrainError non_finite(const FitRun& r, const std::string& what, double value, const std::string& where) {
+  return TrainError(what + " is " + std::to_string(value) + " " + where + r.checkpoints.last_good());
+}
+
+// Larger is better for every metric but the loss.
+bool better(BestMetric metric, double value, const std::optional<double>& best) {
+  if (!best) return true;
+  return metric == BestMetric::loss ? value < *best : value > *best;
+}
+
+double metric_value(BestMetric metric, const EvalResult& raw, const std::optional<EvalResult>& ema) {
+  switch (metric) {
+    case BestMetric::top1:
+      return raw.top1();
+    case BestMetric::top5:
+      return raw.top5();
+    case BestMetric::loss:
+      return raw.loss();
+    case BestMetric::ema_top1:
+      return ema ? ema->top1() : raw.top1();
+  }
+  return raw.top1();
+}
+
+// Evaluates `model` on the eval split: a log line and an "eval" or "eval_ema" row.
+EvalResult evaluate_weights(FitRun& r, Classifier& model, bool ema) {
+  Session& s = r.s;
+  const EvalResult e = evaluate(model, s.eval_data, eval_options(s.config, s.device, s.eval_bad));
+  if (e.dropped)
+    r.log.warn("eval epoch {}: {} unreadable image(s) left out; the figures cover the other {}", s.state.epoch,
+               e.dropped, e.count);
+  r.log.info("eval{} epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} in {:.1f}s", ema ? " (ema)" : "",
+             s.state.epoch, e.loss(), e.top1(), e.correct1, e.count, e.top5(), e.seconds);
+  if (s.metrics) {
+    MetricsRow row(ema ? "eval_ema" : "eval", s.state.epoch, s.state.step);
+    row.lr = r.lr;
+    row.loss = e.loss();
+    row.top1 = e.top1();
+    row.top5 = e.top5();
+    row.images_per_s = static_cast<double>(e.read) / e.seconds;
+    row.compute_s = e.seconds;
+    s.metrics->write(row);
+  }
+  return e;
+}
+
+}  // namespace
+
+FitRun::FitRun(Session& session, FitLimits fit_limits)
+    : s(session),
+      limits(fit_limits),
+      plan(plan_fit(session, fit_limits)),
+      checkpoints(session),
+      progress(session.logs.interactive),
+      log(*session.logs.main),
+      step_log(session.logs.interactive ? *session.logs.file : *session.logs.main) {}
+
+double FitRun::lr_now() const { return lr_at(s.config.schedule, plan.base_lr, s.state.step, plan.length); }
+
+void log_start(FitRun& r) {
+  const Config& c = r.s.config;
+  const int64_t accumulate = c.train.accumulate_steps;
+  r.log.info("training {} epochs x {} steps (batch {}{}, {} loader workers), lr {}{} ({} warmup steps), {}",
+             c.train.epochs, r.plan.steps_per_epoch, c.data.batch_size,
+             accumulate > 1 ? " x " + std::to_string(accumulate) + " accumulated" : std::string(), c.data.workers,
+             r.plan.base_lr,
+             c.optim.lr_per_256 > 0 ? " (optim.lr_per_256 " + format_number(c.optim.lr_per_256) + " x " +
+                                          std::to_string(c.data.batch_size * accumulate) + " / 256)"
+                                    : std::string(),
+             warmup_steps(c.schedule, r.plan.length), describe_precision(r.s.step));
+}
+
+void take_step(FitRun& r, TrainMeter& meter) {
+  Session& s = r.s;
+  const auto start = Clock::now();
+  const UpdateResult u = take_optimizer_step(s);
+  if (u.grad_norm && !std::isfinite(*u.grad_norm) && !s.scaler.enabled())
+    throw non_finite(r, "the gradient norm", *u.grad_norm, "at step " + std::to_string(s.state.step));
+  meter.end_step(u, seconds_since(start));
+}
+
+void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch) {
+  Session& s = r.s;
+  const Config& c = s.config;
+  const int64_t step = s.state.step;
+  const TrainFigures f = meter.close_interval(step + 1);
+  if (!std::isfinite(f.loss))
+    throw non_finite(r, "the training loss", f.loss,
+                     f.first_step == step ? "at step " + std::to_string(step)
+                                          : "in steps " + std::to_string(f.first_step) + "-" + std::to_string(step));
+  std::string extra;
+  if (c.train.clip_grad_norm > 0) extra += fmt::format(" grad norm {:.3g}", f.max_grad_norm);
+  if (s.scaler.enabled()) extra += fmt::format(" scale {:g} skipped {}", s.scaler.scale_value(), f.skipped);
+  r.progress.clear();
+  r.step_log.info("epoch {} step {}/{} loss {:.4f} top1 {:.4f} lr {:.5g} {:.0f} img/s data {:.0f}%{}", epoch + 1, step,
+                  r.plan.length.total_steps, f.loss, f.top1, r.lr, f.images_per_s(), 100.0 * f.data_wait_share(),
+                  extra);
+  if (s.metrics)
+    s.metrics->write(train_row(epoch + 1, step, r.lr, f, c.train.clip_grad_norm > 0,
+                               s.scaler.enabled() ? std::optional<double>(s.scaler.scale_value()) : std::nullopt));
+}
+
+std::optional<int> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done) {
+  const Session& s = r.s;
+  const Config& c = s.config;
+  const int sig = r.stop.pending();
+  const bool stop_at_step = r.limits.step && s.state.step >= *r.limits.step;
+  const bool step_checkpoint = c.train.checkpoint_every_steps > 0 && s.state.step % c.train.checkpoint_every_steps == 0;
+  if ((sig || stop_at_step || (step_checkpoint && !epoch_done)) && r.checkpoints.enabled()) {
+    if (step_checkpoint) r.checkpoints.save_step(s);
+    else r.checkpoints.save(s);
+    r.progress.clear();
+    r.log.info("saved {}{} at epoch {} step {} (batch {}/{})", r.checkpoints.last().string(),
+               step_checkpoint ? " and " + r.checkpoints.step(s.state.step).string() : "", epoch + 1, s.state.step,
+               s.state.batch_in_epoch, r.plan.batches_per_epoch);
+  }
+  if (sig || stop_at_step) return sig;
+  return std::nullopt;
+}
+
+void show_progress(FitRun& r, const TrainMeter& meter, int64_t epoch) {
+  if (!r.progress.enabled()) return;
+  const Config& c = r.s.config;
+  const double speed = meter.epoch_images_per_s();
+  const int64_t left_steps = r.plan.length.total_steps - r.s.state.step;
+  const double left_images = static_cast<double>(left_steps * c.data.batch_size * c.train.accumulate_steps);
+  r.progress.show(fmt::format("epoch {}/{} step {}/{} {:.0f} img/s lr {:.5g} ETA {}", epoch + 1, c.train.epochs,
+                              r.s.state.step, r.plan.length.total_steps, speed, r.lr,
+                              format_duration(left_images / speed)));
+}
+
+void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run) {
+  Session& s = r.s;
+  const TrainFigures& f = run.figures;
+  if (!std::isfinite(f.loss)) throw non_finite(r, "the training loss", f.loss, "in epoch " + std::to_string(epoch + 1));
+  r.log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%{}{}",
+             epoch + 1, s.config.train.epochs, f.seconds, f.loss, f.top1, f.images_per_s(),
+             100.0 * f.data_wait_share(),
+             run.start_batch > 0 ? fmt::format(" (resumed at batch {})", run.start_batch) : std::string(),
+             s.scaler.enabled() ? fmt::format(", loss scale {:g}, {} skipped step(s) in all", s.scaler.scale_value(),
+                                              s.scaler.skipped_steps())
+                                : std::string());
+  if (const size_t failed = s.train_bad->take_failed_reads())
+    r.log.warn("epoch {}: {} unreadable training image(s) replaced by others ({} distinct so far)", epoch + 1,
+               failed, s.train_bad->distinct());
+  if (s.metrics) s.metrics->write(epoch_row(epoch + 1, s.state.step, r.lr, f));
+  s.state.epoch = epoch + 1;
+  s.state.batch_in_epoch = 0;
+}
+
+bool evaluate_and_rank(FitRun& r, FitResult& result) {
+  Session& s = r.s;
+  const TrainConfig& t = s.config.train;
+  if (s.state.epoch % t.eval_every != 0 && s.state.epoch != t.epochs) return false;
+  result.last_eval = evaluate_weights(r, *s.model, /*ema=*/false);
+  if (s.ema) result.last_ema_eval = evaluate_weights(r, s.ema->model(), /*ema=*/true);
+  s.model->train();
+  const double value = metric_value(t.best_metric, *result.last_eval, result.last_ema_eval);
+  if (!better(t.best_metric, value, s.state.best)) return false;
+  s.state.best = value;
+  r.log.info("best {} so far: {:.4f}", enum_name(best_metrics(), t.best_metric), value);
+  return true;
+}
+
+void draw_curves(FitRun& r) {
+  if (!r.s.config.run.plot || r.s.run_dir.empty()) return;
+  try {
+    plot_run(r.s.run_dir);
+  } catch (const std::exception& e) {
+    r.log.warn("curves.png not drawn: {}", e.what());
+  }
+}
+
+void save_epoch_checkpoint(FitRun& r, bool improved) {
+  const Session& s = r.s;
+  const TrainConfig& t = s.config.train;
+  const int64_t epoch = s.state.epoch;
+  if (!r.checkpoints.enabled()) return;
+  if (epoch % t.checkpoint_every != 0 && epoch != r.plan.last_epoch && !improved) return;
+  std::vector<fs::path> also;
+  if (improved) also.push_back(r.checkpoints.best());
+  if (t.keep_every_epochs > 0 && epoch % t.keep_every_epochs == 0) also.push_back(r.checkpoints.epoch(epoch));
+  r.checkpoints.save(s, also);
+  std::string names;
+  for (const auto& p : also) names += " and " + p.filename().string();
+  r.log.info("saved {}{}", r.checkpoints.last().string(), names);
+}
+
+}  // namespace trainer

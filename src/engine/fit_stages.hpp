@@ -1,0 +1,69 @@
+// The named stages of fit() (fit.cpp), private to the engine: what a run works out once (FitPlan), what the
+// stages share (FitRun), and one function per labelled block of the training loop.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <optional>
+
+#include "trainer/engine/fit.hpp"
+#include "trainer/engine/progress.hpp"
+#include "trainer/engine/run_checkpoints.hpp"
+#include "trainer/engine/train_meter.hpp"
+#include "trainer/optim/schedule.hpp"
+#include "trainer/util/stop_signals.hpp"
+
+namespace trainer {
+
+// The run's length and learning rate, worked out once from the config and the training set.
+struct FitPlan {
+  int64_t batches_per_epoch = 0;
+  int64_t steps_per_epoch = 0;  // an epoch ends with an optimizer step even when its last accumulation is short
+  int64_t last_epoch = 0;       // train.epochs, or --stop-after-epoch
+  ScheduleLength length;
+  double base_lr = 0.0;         // optim.lr, or optim.lr_per_256 scaled to the global batch
+};
+
+// What every stage reads and updates.
+struct FitRun {
+  FitRun(Session& session, FitLimits limits);
+
+  Session& s;
+  const FitLimits limits;
+  const FitPlan plan;
+  RunCheckpoints checkpoints;
+  ProgressLine progress;
+  StopSignals stop;
+  spdlog::logger& log;       // console and train.log
+  spdlog::logger& step_log;  // the step lines: train.log alone while the console shows the progress line
+  double lr = 0.0;           // the learning rate of the latest optimizer step
+
+  double lr_now() const;     // the schedule's rate for the next optimizer step
+};
+
+// One epoch as run_epoch() ends it.
+struct EpochRun {
+  int64_t start_batch = 0;         // > 0 when the epoch was resumed mid-way
+  std::optional<int> stopped_by;   // the run stopped mid-epoch: the signal, or 0 for --stop-after-step
+  TrainFigures figures;            // the whole epoch, when it was not stopped
+};
+
+// "training 3 epochs x 188 steps (batch 64, 2 loader workers), lr 0.01 (0 warmup steps), float32"
+void log_start(FitRun& r);
+EpochRun run_epoch(FitRun& r, int64_t epoch);
+// The optimizer step after the last micro-batch; a non-finite gradient norm (without a loss scaler) stops the run.
+void take_step(FitRun& r, TrainMeter& meter);
+// Closes the open log interval: a non-finite loss stops the run; otherwise a log line and a "train" row.
+void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch);
+// A step checkpoint, --stop-after-step or a signal: saves last.pt (and step-N.pt); returns the stop, if any.
+std::optional<int> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done);
+void show_progress(FitRun& r, const TrainMeter& meter, int64_t epoch);
+// The epoch's log line and "epoch" row, unreadable images, and the state moved on to the next epoch.
+void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run);
+// Evaluates when due (train.eval_every, the last epoch); true when train.best_metric improved.
+bool evaluate_and_rank(FitRun& r, FitResult& result);
+void draw_curves(FitRun& r);
+// last.pt when due (train.checkpoint_every, the last epoch, a new best), with best.pt and epoch-E.pt as links.
+void save_epoch_checkpoint(FitRun& r, bool improved);
+
+}  // namespace trainer

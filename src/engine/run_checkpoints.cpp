@@ -1,0 +1,64 @@
+#include "trainer/engine/run_checkpoints.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include "trainer/config/load.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// step-N.pt beyond the newest `keep` are removed, oldest first. Only files matching the pattern are touched,
+// and only after the newest one was written, so the newest good checkpoint always survives.
+void prune_step_checkpoints(const fs::path& dir, int64_t keep) {
+  static const std::regex pattern("step-([0-9]+)\\.pt");
+  std::vector<std::pair<int64_t, fs::path>> found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, pattern)) found.emplace_back(std::stoll(m[1]), entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) fs::remove(found[i].second);
+}
+
+}  // namespace
+
+RunCheckpoints::RunCheckpoints(const Session& s)
+    : dir_(s.run_dir),
+      last_(s.run_dir.empty() ? fs::path() : s.run_dir / "last.pt"),
+      resolved_config_(config_to_json(s.config)),
+      keep_last_(s.config.train.keep_last) {}
+
+std::string RunCheckpoints::last_good() const {
+  return enabled() && fs::exists(last_) ? "; the last good checkpoint is " + last_.string()
+                                        : std::string("; no checkpoint was written yet");
+}
+
+void RunCheckpoints::save(const Session& s, const std::vector<fs::path>& also) {
+  if (!enabled()) return;
+  CheckpointMeta meta;
+  static_cast<TrainState&>(meta) = s.state;
+  meta.config = resolved_config_;
+  meta.class_names = s.train_data->class_names();
+  meta.input = s.train_data->shape();
+  meta.scaler = s.scaler.enabled() ? s.scaler.state() : nlohmann::json();
+  meta.ema_updates = s.ema ? s.ema->updates() : 0;
+  try {
+    save_checkpoint(last_, meta, {*s.model, *s.optimizer, s.ema ? &s.ema->model() : nullptr});
+  } catch (const TrainError& e) {
+    throw TrainError(e.message() + " (after step " + std::to_string(s.state.step) + ")" + last_good());
+  }
+  for (const auto& path : also) link_checkpoint(last_, path);
+}
+
+void RunCheckpoints::save_step(const Session& s) {
+  save(s, {step(s.state.step)});
+  prune_step_checkpoints(dir_, keep_last_);
+}
+
+}  // namespace trainer
