@@ -1,6 +1,5 @@
 #include "trainer/config/data_kinds.hpp"
 
-#include <stdexcept>
 
 #include "trainer/util/error.hpp"
 
@@ -39,18 +38,10 @@ const std::vector<DataKindRow>& data_kind_rows() {
   return rows;
 }
 
-const DataKindRow& data_kind_row(DataKind kind) {
-  for (const auto& row : data_kind_rows())
-    if (row.kind == kind) return row;
-  throw std::logic_error("data kind without a row in data_kind_rows()");
-}
+const DataKindRow& data_kind_row(DataKind kind) { return row_of(data_kind_rows(), kind); }
 
 const EnumTable<DataKind>& data_kinds() {
-  static const EnumTable<DataKind> table = [] {
-    EnumTable<DataKind> t;
-    for (const auto& row : data_kind_rows()) t.emplace_back(row.name, row.kind);
-    return t;
-  }();
+  static const EnumTable<DataKind> table = enum_table_of(data_kind_rows());
   return table;
 }
 

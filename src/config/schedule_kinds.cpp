@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
 #include "trainer/util/error.hpp"
 
@@ -54,18 +53,10 @@ const std::vector<ScheduleRow>& schedule_rows() {
   return rows;
 }
 
-const ScheduleRow& schedule_row(ScheduleKind kind) {
-  for (const auto& row : schedule_rows())
-    if (row.kind == kind) return row;
-  throw std::logic_error("schedule kind without a row in schedule_rows()");
-}
+const ScheduleRow& schedule_row(ScheduleKind kind) { return row_of(schedule_rows(), kind); }
 
 const EnumTable<ScheduleKind>& schedule_kinds() {
-  static const EnumTable<ScheduleKind> table = [] {
-    EnumTable<ScheduleKind> t;
-    for (const auto& row : schedule_rows()) t.emplace_back(row.name, row.kind);
-    return t;
-  }();
+  static const EnumTable<ScheduleKind> table = enum_table_of(schedule_rows());
   return table;
 }
 
