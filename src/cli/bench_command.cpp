@@ -12,9 +12,9 @@
 #include "trainer/engine/train_step.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/optim/optimizer.hpp"
+#include "trainer/util/clock.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
-#include "trainer/util/clock.hpp"
 
 namespace trainer {
 

@@ -13,8 +13,8 @@
 #include "trainer/config/load.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/engine/run_step.hpp"
-#include "trainer/util/error.hpp"
 #include "trainer/util/clock.hpp"
+#include "trainer/util/error.hpp"
 
 namespace trainer {
 

@@ -12,14 +12,14 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/loaders.hpp"
-#include "trainer/data/model_input.hpp"
 #include "trainer/data/folder_source.hpp"
 #include "trainer/data/image_decode.hpp"
+#include "trainer/data/loaders.hpp"
+#include "trainer/data/model_input.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/engine/session.hpp"
-#include "trainer/util/error.hpp"
 #include "trainer/util/clock.hpp"
+#include "trainer/util/error.hpp"
 
 namespace trainer {
 

@@ -17,10 +17,10 @@
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/util/atomic_file.hpp"
+#include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 #include "trainer/util/torch_compat.hpp"
-#include "trainer/util/clock.hpp"
 
 namespace trainer {
 

@@ -4,12 +4,11 @@
 
 #include <cmath>
 
-#include "trainer/data/loaders.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/plot/curves.hpp"
+#include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
-#include "trainer/util/clock.hpp"
 
 namespace trainer {
 

@@ -4,8 +4,8 @@
 #include <numeric>
 
 #include "trainer/data/batch_dataset.hpp"
-#include "trainer/data/loaders.hpp"
 #include "trainer/data/epoch_sampler.hpp"
+#include "trainer/data/loaders.hpp"
 #include "trainer/data/synthetic.hpp"
 
 namespace trainer {
