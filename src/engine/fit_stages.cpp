@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "trainer/data/loaders.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/plot/curves.hpp"
 #include "trainer/util/clock.hpp"
