@@ -11,6 +11,7 @@
 #include "trainer/engine/session.hpp"
 #include "trainer/engine/train_step.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/layout_check.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/device.hpp"
@@ -27,16 +28,19 @@ int run_bench(const BenchArgs& a) {
   m.num_classes = a.classes;
   for (const auto& [name, kind] : stem_kinds())
     if (name == a.stem) m.stem = kind;
-  m.channels_last = a.channels_last;
+  m.channels_last = a.channels_last ? Switch::on : Switch::off;
   check_model_arch(m);
   RunConfig run;
   run.threads = a.threads;
   apply_threads(run);
   const torch::Device device = select_device(a.device);
 
+  // A benchmark of wrong kernels measures nothing: the same self-check and fallback as a run.
+  const KernelLayout layout = resolve_layout(m, {a.size, a.size, 3}, device);
+  if (!layout.warning.empty()) std::fprintf(stderr, "warning: --channels-last: %s\n", layout.warning.c_str());
   torch::manual_seed(0);
   auto model = build_model(m, {a.size, a.size, 3});
-  place_model(*model, device, m.channels_last);
+  place_model(*model, device, layout.channels_last);
   auto optimizer = make_optimizer(OptimConfig{}, *model);
   TrainConfig train;
   train.clip_grad_norm = a.clip;
@@ -47,11 +51,11 @@ int run_bench(const BenchArgs& a) {
   std::unique_ptr<WeightEma> ema;
   if (a.ema) {
     auto shadow = build_model(m, {a.size, a.size, 3});
-    place_model(*shadow, device, m.channels_last);
+    place_model(*shadow, device, layout.channels_last);
     ema = std::make_unique<WeightEma>(train.ema, std::move(shadow), *model);
   }
   model->train();
-  const auto memory_format = m.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  const auto memory_format = layout.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
   const torch::Tensor x = torch::randn({a.batch, 3, a.size, a.size}, torch::device(device)).contiguous(memory_format);
   const torch::Tensor y = torch::randint(0, a.classes, {a.batch}, torch::device(device).dtype(torch::kLong));
 
@@ -70,7 +74,7 @@ int run_bench(const BenchArgs& a) {
   if (a.json) {
     const nlohmann::json j = {{"impl", "trainer"},       {"arch", a.arch},
                               {"batch", a.batch},        {"size", a.size},
-                              {"channels_last", a.channels_last}, {"threads", torch::get_num_threads()},
+                              {"channels_last", layout.channels_last}, {"threads", torch::get_num_threads()},
                               {"precision", describe_precision(options)}, {"loss_scaler", scaler.enabled()},
                               {"clip", a.clip},          {"ema", a.ema},
                               {"device", device.str()},  {"step_ms_median", med},
@@ -81,7 +85,7 @@ int run_bench(const BenchArgs& a) {
     std::printf("%s batch %lld at %lldpx, channels_last %s, %s%s%s%s, %d threads on %s: median step %.1f ms over "
                 "%lld steps (%.1f img/s), peak RSS %.0f MiB\n",
                 a.arch.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.size),
-                a.channels_last ? "on" : "off", describe_precision(options).c_str(),
+                layout.channels_last ? "on" : "off", describe_precision(options).c_str(),
                 scaler.enabled() && !options.uses_scaler() ? " + loss scaler" : "", a.clip > 0 ? " + clipping" : "",
                 a.ema ? " + EMA" : "", torch::get_num_threads(), device.str().c_str(), med,
                 static_cast<long long>(a.steps), images_per_s, peak_rss_mib());

@@ -18,6 +18,7 @@
 #include "trainer/data/model_input.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/engine/session.hpp"
+#include "trainer/models/layout_check.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
 
@@ -74,7 +75,7 @@ int run_data_bench(const DataBenchArgs& a) {
       for_each_batch(*loader, [&](ImageBatch& batch) {
         // What a CPU training step does with the batch before the model: float, normalised, channels_last.
         const auto before = Clock::now();
-        const auto x = to_model_input(batch.images, norm, c.model.channels_last);
+        const auto x = to_model_input(batch.images, norm, wants_channels_last(c.model, torch::kCPU));
         if (++seen == a.warmup) start = Clock::now();
         if (seen > a.warmup) {
           images += x.size(0);

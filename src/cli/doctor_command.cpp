@@ -16,8 +16,10 @@
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/layout_check.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/clock.hpp"
+#include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 #include "trainer/util/torch_compat.hpp"
@@ -163,6 +165,44 @@ void check_cuda_device(Report& report, int index) {
   }
 }
 
+// The channels_last self-check (models/layout_check.hpp) for the config's model at its image size on its device,
+// or, without a config, for a ResNet-18 with the small stem at 32x32 on the CPU: its last stage's 1x1 stride-2
+// convolution (256 -> 512 channels on 8x8 maps) is the shape seen computed wrongly by one LibTorch build.
+void check_layout(Report& report, const Config* config, const std::optional<ImageShape>& shape) {
+  ModelConfig model;
+  ImageShape input{32, 32, 3};
+  torch::Device device = torch::kCPU;
+  if (config) {
+    model = config->model;
+    input = shape.value_or(ImageShape{config->data.augment.image_size, config->data.augment.image_size,
+                                      config->model.in_channels});
+    try {
+      device = select_device(config->run.device);
+    } catch (const Error&) {
+      return;  // reported by the config and cuda lines
+    }
+  } else {
+    model.arch = "resnet18";
+    model.stem = StemKind::small;
+    model.in_channels = 3;
+  }
+  const std::string subject = model.arch + " at " + std::to_string(input.height) + "x" + std::to_string(input.width) +
+                              " on " + device.str();
+  try {
+    const KernelLayout layout = choose_layout(true, model_layout_probe(model, input, device), subject);
+    if (layout.warning.empty())
+      report.add(Verdict::ok, "layout", "channels_last kernels match a float64 reference for " + subject +
+                                            " (relative error " + format_number(layout.error) + ")");
+    else
+      report.add(Verdict::warning, "layout", layout.warning,
+                 "runs asking for channels_last fall back by themselves; model.channels_last false avoids the check");
+  } catch (const Error& e) {
+    report.add(Verdict::failed, "layout", e.message(), "use another LibTorch build");
+  } catch (const std::exception& e) {
+    report.add(Verdict::failed, "layout", subject + ": " + std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+  }
+}
+
 // Returns the training image shape when the train split opens.
 std::optional<ImageShape> check_data(Report& report, const Config& c) {
   std::optional<ImageShape> shape;
@@ -286,6 +326,7 @@ int run_doctor(const DoctorArgs& args) {
     report.add(Verdict::ok, "cuda", "no CUDA device: training runs on the CPU",
                "for a GPU, build against a CUDA LibTorch (CMake preset cuda)");
   }
+  if (!config) check_layout(report, nullptr, std::nullopt);
   if (!config_error.empty()) report.add(Verdict::failed, "config", config_error, "trainer config schema lists every key");
   if (config) {
     const Config& c = *config;
@@ -306,6 +347,7 @@ int run_doctor(const DoctorArgs& args) {
                               (c.train.amp.cuda_only ? " (CUDA only)" : "")
                         : std::string()));
     const auto shape = check_data(report, c);
+    check_layout(report, &c, shape);
     const fs::path run_dir = args.output_dir.empty() ? fs::path(c.run.output_dir) / c.run.name : fs::path(args.output_dir);
     check_output(report, c, run_dir, shape);
   }

@@ -11,7 +11,9 @@
 #include "trainer/engine/confusion.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"
+#include "trainer/engine/backend_settings.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/layout_check.hpp"
 #include "trainer/plot/chart.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/device.hpp"
@@ -153,6 +155,7 @@ int run_eval(const EvalArgs& args) {
   const LoadedCheckpoint checkpoint(args.checkpoint);
   const Config c = config_for_checkpoint(checkpoint, args.config, args.overrides).config;
   apply_threads(c.run);
+  apply_backend_settings(c.run);
   const torch::Device device = select_device(c.run.device);
   const bool train_split = args.split == "train";
   const auto data = make_source(c, train_split ? Split::train_unaugmented : Split::eval);
@@ -163,11 +166,13 @@ int run_eval(const EvalArgs& args) {
   } else {
     checkpoint.restore_model(*model);
   }
-  place_model(*model, device, c.model.channels_last);
+  const KernelLayout layout = resolve_layout(c.model, data->shape(), device);
+  if (!layout.warning.empty()) std::fprintf(stderr, "warning: model.channels_last: %s\n", layout.warning.c_str());
+  place_model(*model, device, layout.channels_last);
 
   auto logs = make_run_logs({});
   auto bad = std::make_shared<BadSamples>("eval", data->size(), c.data.max_bad_fraction, logs.main);
-  EvalOptions options = eval_options(c, device, bad);
+  EvalOptions options = eval_options(c, device, layout.channels_last, bad);
   options.confusion = true;
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
   std::unique_ptr<PredictionTable> predictions;

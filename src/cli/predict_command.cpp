@@ -10,7 +10,9 @@
 #include "trainer/data/folder_source.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"
+#include "trainer/engine/backend_settings.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/layout_check.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
 
@@ -40,6 +42,7 @@ int run_predict(const PredictArgs& args) {
   const LoadedCheckpoint checkpoint(args.checkpoint);
   const Config c = config_for_checkpoint(checkpoint, "", {}).config;
   apply_threads(c.run);
+  apply_backend_settings(c.run);
   const torch::Device device = select_device(c.run.device);
   const ImageShape input = checkpoint.meta().input;
   std::vector<std::string> names = checkpoint.meta().class_names;
@@ -56,11 +59,13 @@ int run_predict(const PredictArgs& args) {
                                                      input.channels);
   auto model = build_model(c.model, source->shape());
   checkpoint.restore_model(*model);
-  place_model(*model, device, c.model.channels_last);
+  const KernelLayout layout = resolve_layout(c.model, source->shape(), device);
+  if (!layout.warning.empty()) std::fprintf(stderr, "warning: model.channels_last: %s\n", layout.warning.c_str());
+  place_model(*model, device, layout.channels_last);
 
   // evaluate() runs the same batched, normalised forward pass as eval; only its top-k output is used here.
   nlohmann::json out = nlohmann::json::array();
-  EvalOptions options = eval_options(c, device, nullptr);
+  EvalOptions options = eval_options(c, device, layout.channels_last, nullptr);
   options.on_batch = [&](size_t first, const torch::Tensor& classes, const torch::Tensor& probs, const torch::Tensor&) {
     const auto cls = classes.accessor<int64_t, 2>();
     const auto p = probs.accessor<float, 2>();

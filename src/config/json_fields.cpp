@@ -86,8 +86,8 @@ void check_range(const std::string& path, double value, const Range& range) {
 }
 
 std::string read_enum_name(const json& j, const std::string& path, const std::vector<std::string>& valid) {
-  if (!j.is_string()) type_error(path, "one of " + join(valid), j);
-  const auto name = j.get<std::string>();
+  if (!j.is_string() && !j.is_boolean()) type_error(path, "one of " + join(valid), j);
+  const auto name = j.is_boolean() ? std::string(j.get<bool>() ? "true" : "false") : j.get<std::string>();
   for (const auto& v : valid)
     if (v == name) return name;
   const std::string guess = closest_match(name, valid);

@@ -41,13 +41,20 @@ class SchemaWriter {
 
   template <class E>
   void choice(const char* key, const E& value, const EnumTable<E>& table, const char* doc) {
+    // Names "true" and "false" are JSON booleans (see Switch).
+    auto as_json = [](const std::string& name) {
+      return is_boolean_name(name) ? nlohmann::json(name == "true") : nlohmann::json(name);
+    };
     nlohmann::json names = nlohmann::json::array();
-    std::string current;
+    bool booleans = false;
     for (const auto& entry : table) {
-      names.push_back(entry.first);
-      if (entry.second == value) current = entry.first;
+      names.push_back(as_json(entry.first));
+      booleans = booleans || is_boolean_name(entry.first);
     }
-    add(key, {{"description", doc}, {"type", "string"}, {"enum", names}, {"default", current}});
+    add(key, {{"description", doc},
+              {"type", booleans ? nlohmann::json::array({"string", "boolean"}) : nlohmann::json("string")},
+              {"enum", names},
+              {"default", as_json(enum_name(table, value))}});
   }
 
   template <class S>

@@ -58,7 +58,7 @@ double metric_value(BestMetric metric, const EvalResult& raw, const std::optiona
 // Evaluates `model` on the eval split: a log line and an "eval" or "eval_ema" row.
 EvalResult evaluate_weights(FitRun& r, Classifier& model, bool ema) {
   Session& s = r.s;
-  const EvalResult e = evaluate(model, s.eval_data, eval_options(s.config, s.device, s.eval_bad));
+  const EvalResult e = evaluate(model, s.eval_data, eval_options(s.config, s.device, s.layout.channels_last, s.eval_bad));
   if (e.dropped)
     r.log.warn("eval epoch {}: {} unreadable image(s) left out; the figures cover the other {}", s.state.epoch,
                e.dropped, e.count);

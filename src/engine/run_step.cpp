@@ -9,7 +9,7 @@ namespace trainer {
 
 TrainedMicroBatch train_micro_batch(Session& s, const ImageBatch& batch, int64_t micro) {
   const Config& c = s.config;
-  const auto x = to_model_input(batch.images, s.norm, c.model.channels_last);
+  const auto x = to_model_input(batch.images, s.norm, s.layout.channels_last);
   auto y = batch.labels.to(s.device, /*non_blocking=*/true);
   // The mix draw is a function of (seed, step, micro-batch): resumed runs mix as uninterrupted ones.
   const uint64_t mix_seed = hash_combine(

@@ -10,8 +10,10 @@
 
 #include "trainer/config/load.hpp"
 #include "trainer/data/sources.hpp"
+#include "trainer/engine/backend_settings.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/layout_check.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/device.hpp"
@@ -55,6 +57,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   check_model_arch(c.model);
   s.device = select_device(c.run.device);
   apply_threads(c.run);
+  apply_backend_settings(c.run);
 
   // Opening a folder dataset lists every file (1.28 million for ImageNet): the log says how long it took.
   const auto open_start = Clock::now();
@@ -80,20 +83,24 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
                                               c.model.init_exclude, c.model.init_from);
     s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
   }
-  place_model(*s.model, s.device, c.model.channels_last);
+  s.layout = resolve_layout(c.model, train_shape, s.device);
+  if (!s.layout.warning.empty()) s.logs.main->warn("model.channels_last: {}", s.layout.warning);
+  place_model(*s.model, s.device, s.layout.channels_last);
   s.optimizer = make_optimizer(c.optim, *s.model);
   s.norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, s.device);
   s.step = step_options(c.train, s.device);
   s.scaler = LossScaler(c.train.amp, s.step.uses_scaler());
   auto make_ema = [&] {
     auto shadow = build_model(c.model, train_shape);
-    place_model(*shadow, s.device, c.model.channels_last);
+    place_model(*shadow, s.device, s.layout.channels_last);
     return std::make_unique<WeightEma>(c.train.ema, std::move(shadow), *s.model);
   };
   if (c.train.ema.enabled) s.ema = make_ema();
   int64_t parameters = 0;
   for (const auto& p : s.model->parameters()) parameters += p.numel();
   s.logs.main->info("model: {} ({} parameters) on {}, {}", c.model.arch, parameters, s.device.str(), describe_runtime());
+  s.logs.main->info("layout: {}{}; {}", s.layout.channels_last ? "channels_last" : "contiguous",
+                    s.layout.checked ? " (kernels self-checked)" : "", describe_backend_settings());
 
   if (resume) {
     resume->restore_model(*s.model);

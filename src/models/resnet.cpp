@@ -103,7 +103,9 @@ torch::Tensor ResNet::forward(torch::Tensor x) {
   x = bn1->forward(conv1->forward(x)).relu_();
   if (max_pool_) x = torch::max_pool2d(x, 3, 2, 1);
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
-  x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+  // Global average pooling as a mean: adaptive_avg_pool2d's CUDA backward has no deterministic kernel, so
+  // run.deterministic would stop every ResNet; the mean's backward is a broadcast.
+  x = x.mean({2, 3});
   return fc->forward(dropout->forward(x));
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <opencv2/imgcodecs.hpp>
+#include <torch/version.h>
 
 #include <sstream>
 
@@ -199,7 +200,11 @@ TEST_F(Reports, PredictMatchesEvalOnTheSameImages) {
 TEST(Doctor, ChecksRuntimeDataAndOutput) {
   const auto bare = trainer_cli("doctor");
   EXPECT_EQ(bare.exit_code, 0) << bare.output;
-  EXPECT_NE(bare.output.find("ok       libtorch    LibTorch 1."), std::string::npos) << bare.output;
+  EXPECT_NE(bare.output.find("ok       libtorch    LibTorch " TORCH_VERSION), std::string::npos) << bare.output;
+  // The channels_last self-check: ok where the kernels are right, a warning naming the fallback where not.
+  EXPECT_TRUE(bare.output.find("ok       layout      channels_last kernels match") != std::string::npos ||
+              bare.output.find("warning  layout      channels_last convolutions on this LibTorch") != std::string::npos)
+      << bare.output;
   EXPECT_NE(bare.output.find(" blas "), std::string::npos) << bare.output;
   EXPECT_NE(bare.output.find(" threads "), std::string::npos) << bare.output;
 

@@ -2,6 +2,7 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/config/schema.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -137,6 +138,45 @@ TEST(Config, InvalidJsonNamesTheFile) {
     EXPECT_NE(std::string(e.what()).find("bad.json: invalid JSON"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_config(dir / "missing.json", {}), ConfigError);
+}
+
+// Switch keys take true, false or "auto" and are written back the same way; the schema lists all three.
+TEST(Config, SwitchesReadBooleansAndAuto) {
+  json j = minimal();
+  EXPECT_EQ(parse_config(j).model.channels_last, Switch::automatic);
+  EXPECT_EQ(config_to_json(parse_config(j))["model"]["channels_last"], "auto");
+  j["model"] = {{"channels_last", true}};
+  j["train"] = {{"amp", {{"eval", false}}}};
+  const Config c = parse_config(j);
+  EXPECT_EQ(c.model.channels_last, Switch::on);
+  EXPECT_EQ(c.train.amp.eval, Switch::off);
+  const json out = config_to_json(c);
+  EXPECT_EQ(out["model"]["channels_last"], true);
+  EXPECT_EQ(out["train"]["amp"]["eval"], false);
+  EXPECT_EQ(parse_config(out).model.channels_last, Switch::on);
+  j["model"]["channels_last"] = "auto";
+  EXPECT_EQ(parse_config(j).model.channels_last, Switch::automatic);
+  j["model"]["channels_last"] = "yes";
+  EXPECT_EQ(config_error(j), "config: model.channels_last: unknown value \"yes\" (valid: auto, true, false)");
+  j["model"]["channels_last"] = 1;
+  EXPECT_NE(config_error(j).find("model.channels_last: expected one of auto, true, false"), std::string::npos)
+      << config_error(j);
+  const json schema = config_schema()["properties"]["model"]["properties"]["channels_last"];
+  EXPECT_EQ(schema["enum"], json::parse(R"(["auto", true, false])"));
+  EXPECT_EQ(schema["default"], "auto");
+}
+
+TEST(Config, RunBackendSwitchesDefaultForGpuTraining) {
+  json j = minimal();
+  const Config c = parse_config(j);
+  EXPECT_TRUE(c.run.cudnn_benchmark);
+  EXPECT_TRUE(c.run.tf32);
+  EXPECT_FALSE(c.run.deterministic);
+  j["run"] = {{"deterministic", true}, {"tf32", false}, {"cudnn_benchmark", false}};
+  const Config d = parse_config(j);
+  EXPECT_TRUE(d.run.deterministic);
+  EXPECT_FALSE(d.run.tf32);
+  EXPECT_FALSE(d.run.cudnn_benchmark);
 }
 
 TEST(Config, SetOverridesParseJsonElseString) {

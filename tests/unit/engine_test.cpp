@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "trainer/engine/backend_settings.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/mix.hpp"
 #include "trainer/engine/train_step.hpp"
@@ -264,6 +265,30 @@ TEST(Optimizer, NormWeightsAndBiasesGetNoWeightDecayByDefault) {
   EXPECT_EQ(g0.weight_decay(), 0.05);
   EXPECT_EQ(g1.weight_decay(), 0.0);
   EXPECT_EQ(std::get<1>(g0.betas()), 0.999);
+}
+
+}  // namespace
+}  // namespace trainer
+
+namespace trainer {
+namespace {
+
+// run.cudnn_benchmark, run.tf32 and run.deterministic land in LibTorch's switches; deterministic wins over
+// autotuning and asks cuBLAS for its reproducible workspace.
+TEST(BackendSettings, AppliesTheRunSwitches) {
+  RunConfig run;
+  apply_backend_settings(run);
+  EXPECT_EQ(describe_backend_settings(), "cudnn.benchmark on, tf32 conv on matmul on, deterministic off");
+  run.deterministic = true;
+  run.tf32 = false;
+  apply_backend_settings(run);
+  EXPECT_TRUE(at::globalContext().deterministicAlgorithms());
+  EXPECT_TRUE(at::globalContext().deterministicCuDNN());
+  EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
+  EXPECT_EQ(describe_backend_settings(), "cudnn.benchmark off, tf32 conv off matmul off, deterministic on");
+  ASSERT_NE(std::getenv("CUBLAS_WORKSPACE_CONFIG"), nullptr);
+  apply_backend_settings(RunConfig{});
+  EXPECT_FALSE(at::globalContext().deterministicAlgorithms());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "trainer/models/factory.hpp"
+#include "trainer/models/layout_check.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -172,14 +173,11 @@ TEST(ResNet, InitialisesLikeTorchvision) {
   EXPECT_TRUE(torch::equal(zeroed18["layer2.1.bn1.weight"], torch::ones({128})));
 }
 
-// The same weights in channels_last give the same logits and gradients as in the contiguous layout.
-TEST(ResNet, ChannelsLastMatchesContiguous) {
+// place_model(channels_last) restrides every 4-D weight, 1x1 kernels included.
+TEST(ResNet, PlaceModelConvertsWeightsToChannelsLast) {
   ModelConfig m = resnet_config("resnet18", 3, 10);
   m.stem = StemKind::small;
-  torch::manual_seed(3);
-  const auto a = build_model(m, {32, 32, 3});
-  torch::manual_seed(3);
-  const auto b = build_model(m, {32, 32, 3});
+  const auto a = build_model(m, {32, 32, 3}), b = build_model(m, {32, 32, 3});
   place_model(*a, torch::kCPU, /*channels_last=*/false);
   place_model(*b, torch::kCPU, /*channels_last=*/true);
   EXPECT_TRUE(b->named_parameters()["layer1.0.conv1.weight"].is_contiguous(torch::MemoryFormat::ChannelsLast));
@@ -187,11 +185,31 @@ TEST(ResNet, ChannelsLastMatchesContiguous) {
   // 1x1 kernels are ambiguous by contiguity; the kernels go by suggest_memory_format().
   EXPECT_EQ(b->named_parameters()["layer2.0.downsample.0.weight"].suggest_memory_format(),
             torch::MemoryFormat::ChannelsLast);
+}
+
+// A model asking for channels_last runs in the layout resolve_layout() chose, and that gives the same logits and
+// gradients as the contiguous layout: where this LibTorch's channels_last kernels are wrong (Debian 13's 2.6 with
+// oneDNN 3.7 on AVX-512: this very model, 1x1 stride-2 conv on 8x8 maps), the self-check falls back.
+TEST(ResNet, ChannelsLastMatchesContiguous) {
+  ModelConfig m = resnet_config("resnet18", 3, 10);
+  m.stem = StemKind::small;
+  m.channels_last = Switch::on;
+  const KernelLayout layout = resolve_layout(m, {32, 32, 3}, torch::kCPU);
+  EXPECT_TRUE(layout.checked);
+  EXPECT_LE(layout.error, kLayoutTolerance);
+  EXPECT_EQ(layout.warning.empty(), layout.channels_last && layout.mkldnn) << layout.warning;
+  torch::manual_seed(3);
+  const auto a = build_model(m, {32, 32, 3});
+  torch::manual_seed(3);
+  const auto b = build_model(m, {32, 32, 3});
+  place_model(*a, torch::kCPU, /*channels_last=*/false);
+  place_model(*b, torch::kCPU, layout.channels_last);
+  const auto format = layout.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
 
   const torch::Tensor x = torch::randn({4, 3, 32, 32});
   const torch::Tensor target = torch::tensor({1, 4, 7, 9});
   const torch::Tensor la = a->forward(x);
-  const torch::Tensor lb = b->forward(x.contiguous(torch::MemoryFormat::ChannelsLast));
+  const torch::Tensor lb = b->forward(x.contiguous(format));
   EXPECT_LT((la - lb).abs().max().item<double>(), 1e-4);
   torch::nn::functional::cross_entropy(la, target).backward();
   torch::nn::functional::cross_entropy(lb, target).backward();
@@ -202,8 +220,71 @@ TEST(ResNet, ChannelsLastMatchesContiguous) {
   }
   a->eval();
   b->eval();
-  EXPECT_LT((a->forward(x) - b->forward(x.contiguous(torch::MemoryFormat::ChannelsLast))).abs().max().item<double>(),
-            1e-4);
+  EXPECT_LT((a->forward(x) - b->forward(x.contiguous(format))).abs().max().item<double>(), 1e-4);
+}
+
+// The fallback order, with probes that stand in for kernels: as asked when right; else contiguous; else oneDNN
+// off; else a TrainError naming the model. A contiguous request is never probed.
+TEST(LayoutCheck, FallsBackInOrderAndSaysWhy) {
+  auto probe_with = [](double channels_last, double contiguous, double no_onednn, int* calls) {
+    return [=](bool cl, bool mkldnn) {
+      ++*calls;
+      return !mkldnn ? no_onednn : (cl ? channels_last : contiguous);
+    };
+  };
+  int calls = 0;
+  KernelLayout l = choose_layout(false, probe_with(1, 1, 1, &calls), "m");
+  EXPECT_EQ(calls, 0);
+  EXPECT_FALSE(l.channels_last);
+  EXPECT_FALSE(l.checked);
+
+  l = choose_layout(true, probe_with(1e-7, 1, 1, &calls), "m");
+  EXPECT_TRUE(l.channels_last && l.mkldnn && l.checked && l.warning.empty());
+  EXPECT_EQ(l.error, 1e-7);
+
+  l = choose_layout(true, probe_with(1.3, 2e-7, 1, &calls), "resnet18 at 32x32 on cpu");
+  EXPECT_FALSE(l.channels_last);
+  EXPECT_TRUE(l.mkldnn);
+  EXPECT_NE(l.warning.find("wrong for resnet18 at 32x32 on cpu: relative error 1.3"), std::string::npos) << l.warning;
+  EXPECT_NE(l.warning.find("running in the contiguous layout instead"), std::string::npos) << l.warning;
+
+  l = choose_layout(true, probe_with(1.3, 0.5, 3e-7, &calls), "m");
+  EXPECT_TRUE(l.channels_last);
+  EXPECT_FALSE(l.mkldnn);
+  EXPECT_NE(l.warning.find("running with oneDNN switched off"), std::string::npos) << l.warning;
+
+  try {
+    choose_layout(true, probe_with(1.3, 0.5, 0.25, &calls), "resnet50 at 224x224 on cpu");
+    ADD_FAILURE() << "no candidate passes: expected a TrainError";
+  } catch (const TrainError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot run resnet50 at 224x224 on cpu"), std::string::npos) << e.what();
+  }
+}
+
+// The real probe on this LibTorch: the contiguous layout matches the float64 reference, and probing leaves the
+// default generator where it was.
+TEST(LayoutCheck, ProbeLeavesTheGeneratorAlone) {
+  ModelConfig m = resnet_config("resnet18", 3, 10);
+  m.stem = StemKind::small;
+  torch::manual_seed(11);
+  const torch::Tensor expected = torch::rand({4});
+  torch::manual_seed(11);
+  const LayoutProbe probe = model_layout_probe(m, {16, 16, 3}, torch::kCPU);
+  EXPECT_LT(probe(false, true), 1e-5);
+  EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
+}
+
+TEST(LayoutCheck, AutoMeansResNetsOnCuda) {
+  ModelConfig m = resnet_config("resnet50", 3, 10);
+  EXPECT_EQ(m.channels_last, Switch::automatic);
+  EXPECT_TRUE(wants_channels_last(m, torch::Device(torch::kCUDA, 0)));
+  EXPECT_FALSE(wants_channels_last(m, torch::kCPU));
+  m.channels_last = Switch::on;
+  EXPECT_TRUE(wants_channels_last(m, torch::kCPU));
+  m.channels_last = Switch::off;
+  EXPECT_FALSE(wants_channels_last(m, torch::Device(torch::kCUDA, 0)));
+  ModelConfig cnn;
+  EXPECT_FALSE(wants_channels_last(cnn, torch::Device(torch::kCUDA, 0)));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
-
 #include <opencv2/imgproc.hpp>
+
+#include <algorithm>
 
 #include "trainer/config/config.hpp"
 #include "trainer/config/load.hpp"
@@ -109,12 +110,11 @@ void expect_schema_matches(const nlohmann::json& value, const nlohmann::json& sc
       continue;
     }
     EXPECT_FALSE(p["description"].get<std::string>().empty()) << path + key;
-    const std::string type = p["type"];
-    if (v.is_boolean()) EXPECT_EQ(type, "boolean") << path + key;
-    if (v.is_number_integer()) EXPECT_EQ(type, "integer") << path + key;
-    if (v.is_number_float()) EXPECT_EQ(type, "number") << path + key;
-    if (v.is_array()) EXPECT_EQ(type, "array") << path + key;
-    if (v.is_string()) EXPECT_EQ(type, "string") << path + key;
+    // "type" is one name, or a list of them for keys that take true, false or "auto".
+    const nlohmann::json types = p["type"].is_array() ? p["type"] : nlohmann::json::array({p["type"]});
+    const char* expected = v.is_boolean() ? "boolean" : v.is_number_integer() ? "integer" : v.is_number_float() ? "number"
+                         : v.is_array()   ? "array"   : "string";
+    EXPECT_NE(std::find(types.begin(), types.end(), expected), types.end()) << path + key << " is " << expected;
     EXPECT_EQ(p["default"], v) << path + key;
   }
   for (const auto& [key, p] : schema["properties"].items())

@@ -19,6 +19,9 @@ struct RunConfig {
   int64_t threads = 0;              // intra-op threads; 0: all cores
   bool tensorboard = true;          // event files under RUN_DIR/tb
   bool plot = true;                 // redraw RUN_DIR/curves.png after every epoch
+  bool cudnn_benchmark = true;      // CUDA: autotune convolution algorithms (training images have one size)
+  bool tf32 = true;                 // CUDA, Ampere and newer: TF32 tensor cores for float32 convs and matmuls
+  bool deterministic = false;       // deterministic algorithms only, for bit-exact GPU reruns and resumes
 
   template <class V>
   void visit(V& v) {
@@ -29,6 +32,15 @@ struct RunConfig {
     v.field("threads", threads, "intra-op CPU threads; 0 uses all cores", Range::at_least(0));
     v.field("tensorboard", tensorboard, "write TensorBoard event files under the run folder's tb/");
     v.field("plot", plot, "redraw curves.png in the run folder after every epoch");
+    v.field("cudnn_benchmark", cudnn_benchmark,
+            "CUDA: let cuDNN time its convolution algorithms on the first batches and keep the fastest "
+            "(off with deterministic)");
+    v.field("tf32", tf32,
+            "CUDA on Ampere and newer: float32 convolutions and matrix products on TF32 tensor cores "
+            "(10-bit mantissa inputs, float32 accumulation)");
+    v.field("deterministic", deterministic,
+            "deterministic algorithms only (cuDNN and LibTorch), so a rerun or resume on a GPU repeats bit for "
+            "bit; slower, and an operation without a deterministic kernel stops the run");
   }
 };
 
@@ -164,7 +176,7 @@ struct ModelConfig {
   StemKind stem = StemKind::imagenet;
   double dropout = 0.0;  // before each fully connected layer
   bool zero_init_residual = false;
-  bool channels_last = false;
+  Switch channels_last = Switch::automatic;  // auto: on for ResNets on CUDA
   std::string init_from;                  // safetensors weights loaded before training
   std::vector<std::string> init_exclude;  // glob patterns of keys left freshly initialised
 
@@ -177,8 +189,9 @@ struct ModelConfig {
     v.field("dropout", dropout, "dropout probability before the classifier layers", Range::between(0, 0.99));
     v.field("zero_init_residual", zero_init_residual,
             "ResNets: start each residual branch's last BatchNorm at zero, so blocks begin as identities");
-    v.field("channels_last", channels_last,
-            "keep 4-D weights and inputs in channels_last memory format");
+    v.choice("channels_last", channels_last, switch_values(),
+             "4-D weights and inputs in channels_last memory format; auto: on for ResNets on CUDA. A start-up "
+             "self-check falls back to contiguous when this LibTorch computes channels_last convolutions wrongly");
     v.field("init_from", init_from, "safetensors file whose weights initialise a new run (fine-tuning)");
     v.field("init_exclude", init_exclude,
             "glob patterns (for example \"fc.*\") of keys not taken from init_from; they keep their fresh values");
@@ -269,6 +282,7 @@ struct AmpConfig {
   bool enabled = false;
   AmpDtype dtype = AmpDtype::float16;
   bool cuda_only = false;  // true: full precision when the run is on CPU (for configs shared by both)
+  Switch eval = Switch::automatic;  // evaluation under autocast too; auto: on CUDA only
   double init_scale = 65536.0;
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
@@ -279,6 +293,8 @@ struct AmpConfig {
     v.field("enabled", enabled, "autocast forward and loss to dtype (CUDA: float16 or bfloat16; CPU: bfloat16)");
     v.choice("dtype", dtype, amp_dtypes(), "autocast dtype; float16 uses a dynamic loss scaler");
     v.field("cuda_only", cuda_only, "use mixed precision only when the run is on CUDA");
+    v.choice("eval", eval, switch_values(),
+             "evaluate under the same autocast dtype; auto: on CUDA, float32 on the CPU");
     v.field("init_scale", init_scale, "float16: initial loss scale", Range::greater_than(0));
     v.field("growth_factor", growth_factor, "float16: scale multiplier after growth_interval clean steps",
             Range::greater_than(1));

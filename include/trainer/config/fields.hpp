@@ -32,6 +32,15 @@ struct Range {
 template <class E>
 using EnumTable = std::vector<std::pair<std::string, E>>;
 
+// A setting that is on, off, or decided for the run's device ("auto"). JSON takes true, false or "auto": the
+// names "true" and "false" of any table are read from and written as JSON booleans.
+enum class Switch { automatic, on, off };
+inline const EnumTable<Switch>& switch_values() {
+  static const EnumTable<Switch> table{{"auto", Switch::automatic}, {"true", Switch::on}, {"false", Switch::off}};
+  return table;
+}
+inline bool is_boolean_name(const std::string& name) { return name == "true" || name == "false"; }
+
 // The name of `value` in its table (every enum value has one row).
 template <class E>
 const std::string& enum_name(const EnumTable<E>& table, E value) {

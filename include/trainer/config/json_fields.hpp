@@ -85,8 +85,9 @@ class JsonWriter {
   }
   template <class E>
   void choice(const char* key, const E& value, const EnumTable<E>& table, const char*) {
-    for (const auto& entry : table)
-      if (entry.second == value) out_[key] = entry.first;
+    const std::string& name = enum_name(table, value);
+    if (is_boolean_name(name)) out_[key] = name == "true";
+    else out_[key] = name;
   }
   template <class S>
   void section(const char* key, S& value) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "trainer/config/config.hpp"
 #include "trainer/data/batch_dataset.hpp"
@@ -22,6 +23,7 @@ struct EvalOptions {
   torch::Device device{torch::kCPU};
   Normalization norm;
   bool channels_last = false;
+  std::optional<at::ScalarType> autocast;  // forward under autocast in this dtype (train.amp.eval)
   size_t prefetch = 4;
   std::shared_ptr<BadSamples> bad;  // null: an unreadable image is an error
   bool confusion = false;           // fill EvalResult::confusion
@@ -47,8 +49,10 @@ struct EvalResult {
   double top5() const { return count ? static_cast<double>(correct5) / static_cast<double>(count) : 0.0; }
 };
 
-// Batch size, workers, prefetch, normalisation and memory format from the config, for a model on `device`.
-EvalOptions eval_options(const Config& config, const torch::Device& device, std::shared_ptr<BadSamples> bad);
+// Batch size, workers, prefetch, normalisation and autocast from the config, for a model on `device` in the
+// memory format resolve_layout() chose.
+EvalOptions eval_options(const Config& config, const torch::Device& device, bool channels_last,
+                         std::shared_ptr<BadSamples> bad);
 
 // Puts the model in eval mode; the caller switches it back to train mode.
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options);

@@ -20,6 +20,7 @@
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/metrics_sink.hpp"
 #include "trainer/models/classifier.hpp"
+#include "trainer/models/layout_check.hpp"
 
 namespace trainer {
 
@@ -42,6 +43,7 @@ struct Session {
   std::shared_ptr<BadSamples> train_bad;  // unreadable images met so far, per split
   std::shared_ptr<BadSamples> eval_bad;
   ClassifierPtr model;
+  KernelLayout layout;           // model.channels_last resolved and self-checked for this device
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   Normalization norm;            // data.mean / data.std on the model's device
   StepOptions step;              // precision, accumulation, clipping
