@@ -7,7 +7,7 @@ lane_cache=${TRAINER_LANE_CACHE:-/var/cache/trainer-lanes}
 lane_mirror=${TRAINER_MIRROR:-http://deb.debian.org/debian}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
-lane_log() { echo "$(basename "$0"): $*"; }
+lane_log() { echo "$(basename "$0"): $*" >&2; }
 
 # lane_root NAME SUITE COMPONENTS: creates (once) a minbase root for SUITE with the given components.
 lane_root() {

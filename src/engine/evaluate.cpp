@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "trainer/data/device_stager.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/engine/train_step.hpp"
 #include "trainer/util/torch_compat.hpp"
@@ -43,7 +44,7 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   const int64_t classes = static_cast<int64_t>(data->class_names().size());
   torch::Tensor confusion = options.confusion ? torch::zeros({classes * classes}, torch::kInt64) : torch::Tensor();
   EvalResult result;
-  for_each_batch(*loader, [&](ImageBatch& batch) {
+  for_each_device_batch(*loader, options.device, [&](ImageBatch& batch) {
     const auto x = to_model_input(batch.images, options.norm, options.channels_last);
     const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
     torch::Tensor logits;

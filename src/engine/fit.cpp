@@ -5,8 +5,9 @@
 #include <chrono>
 #include <cmath>
 
-#include "trainer/data/loaders.hpp"
 #include "fit_stages.hpp"
+#include "trainer/data/device_stager.hpp"
+#include "trainer/data/loaders.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/clock.hpp"
 
@@ -27,7 +28,7 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   r.lr = r.lr_now();
   int64_t micro = 0;
   auto ready = Clock::now();
-  for_each_batch(*loader, [&](ImageBatch& batch) {
+  for_each_device_batch(*loader, s.device, [&](ImageBatch& batch) {
     const double waited = seconds_since(ready);
     const auto compute_start = Clock::now();
     if (micro == 0) set_learning_rate(*s.optimizer, r.lr = r.lr_now());

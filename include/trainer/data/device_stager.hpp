@@ -1,0 +1,52 @@
+// The host-to-GPU copy of the next batch, overlapped with the current step (as timm's prefetcher and NVIDIA's
+// loaders do): the pinned batch is copied with non_blocking on a side stream, the step's stream waits on that
+// copy's event only when it uses the batch, and record_stream keeps the caching allocator from reusing the
+// memory while the step still reads it. On the CPU a batch passes through unchanged.
+//   for_each_device_batch(*loader, device, [&](ImageBatch& b) { /* b on the device */ return true; });
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/loaders.hpp"
+
+namespace trainer {
+
+class DeviceStager {
+ public:
+  explicit DeviceStager(const torch::Device& device);
+  ~DeviceStager();
+  DeviceStager(const DeviceStager&) = delete;
+  DeviceStager& operator=(const DeviceStager&) = delete;
+
+  // Starts copying `host` to the device and returns the device batch, not yet safe to read.
+  ImageBatch stage(const ImageBatch& host);
+  // Makes the current stream wait for the last staged copy; `batch` (from stage()) is then safe to read there.
+  void ready(ImageBatch& batch);
+
+ private:
+  struct Side;  // the side stream and its event (CUDA builds)
+  torch::Device device_;
+  std::unique_ptr<Side> side_;
+};
+
+// for_each_batch with each batch already on `device`. On CUDA batch N+1's copy runs while f(batch N) runs, so the
+// loader is one batch ahead of f; f returning false stops as before (the batch read ahead is dropped).
+template <class F>
+void for_each_device_batch(Loader& loader, const torch::Device& device, F&& f) {
+  if (!device.is_cuda()) return for_each_batch(loader, f);
+  DeviceStager stager(device);
+  std::optional<ImageBatch> current;
+  bool go_on = true;
+  for_each_batch(loader, [&](ImageBatch& host) {
+    ImageBatch next = stager.stage(host);
+    if (current) go_on = f(*current);
+    current = std::move(next);
+    stager.ready(*current);
+    return go_on;
+  });
+  if (current && go_on) f(*current);
+}
+
+}  // namespace trainer

@@ -1,0 +1,57 @@
+#include "trainer/data/device_stager.hpp"
+
+#include <torch/torch.h>
+
+#ifdef TRAINER_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace trainer {
+
+#ifdef TRAINER_CUDA
+struct DeviceStager::Side {
+  explicit Side(c10::DeviceIndex index) : stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index)) {}
+  c10::cuda::CUDAStream stream;
+  at::cuda::CUDAEvent copied;
+};
+#else
+struct DeviceStager::Side {};
+#endif
+
+DeviceStager::DeviceStager(const torch::Device& device) : device_(device) {
+#ifdef TRAINER_CUDA
+  if (device.is_cuda()) side_ = std::make_unique<Side>(device.index() < 0 ? c10::DeviceIndex(0) : device.index());
+#endif
+}
+
+DeviceStager::~DeviceStager() = default;
+
+ImageBatch DeviceStager::stage(const ImageBatch& host) {
+#ifdef TRAINER_CUDA
+  if (side_) {
+    const c10::cuda::CUDAStreamGuard guard(side_->stream);
+    ImageBatch out{host.images.to(device_, /*non_blocking=*/true), host.labels.to(device_, /*non_blocking=*/true)};
+    side_->copied.record(side_->stream);
+    return out;
+  }
+#endif
+  return {host.images.to(device_), host.labels.to(device_)};
+}
+
+void DeviceStager::ready(ImageBatch& batch) {
+#ifdef TRAINER_CUDA
+  if (side_) {
+    const auto current = c10::cuda::getCurrentCUDAStream(side_->stream.device_index());
+    side_->copied.block(current);
+    // Allocated on the side stream, read on this one: the allocator must wait for this stream too.
+    batch.images.record_stream(current);
+    batch.labels.record_stream(current);
+  }
+#else
+  (void)batch;
+#endif
+}
+
+}  // namespace trainer
