@@ -3,13 +3,13 @@
 #include <ATen/Context.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <tuple>
 
 #include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
-#include "trainer/util/text.hpp"
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
@@ -106,7 +106,11 @@ double probe_error(const ProbeState& state, bool channels_last, bool mkldnn) {
   return std::isfinite(error) ? error : 1e30;
 }
 
-std::string describe_error(double error) { return format_number(error); }
+std::string describe_error(double error) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2g", error);
+  return text;
+}
 
 }  // namespace
 
