@@ -49,7 +49,10 @@ if [[ ! -f $root/usr/local/lib/libcudnn.so.9 ]]; then
         grep -v -x -e cudnnGetVersion -e cudnnGetCudartVersion | sort -u |
         while read -r f; do echo "int $f(void) { return 1001; }"; done
     } >/tmp/cudnn_stub.c
-    gcc -shared -fPIC -o /usr/local/lib/libcudnn.so.9 -Wl,-soname,libcudnn.so.9 /tmp/cudnn_stub.c
+    # libtorch_cuda binds versioned symbols (name@libcudnn.so.9): export them under that version node.
+    echo "libcudnn.so.9 { global: *; };" >/tmp/cudnn_stub.map
+    gcc -shared -fPIC -o /usr/local/lib/libcudnn.so.9 -Wl,-soname,libcudnn.so.9 \
+      -Wl,--version-script=/tmp/cudnn_stub.map /tmp/cudnn_stub.c
     ln -sf libcudnn.so.9 /usr/local/lib/libcudnn.so && ldconfig'
 fi
 lane_log "root ready in $(( $(date +%s) - start ))s"
