@@ -36,11 +36,9 @@ int run_bench(const BenchArgs& a) {
   const torch::Device device = select_device(a.device);
 
   // A benchmark of wrong kernels measures nothing: the same self-check and fallback as a run.
-  const KernelLayout layout = resolve_layout(m, {a.size, a.size, 3}, device);
-  if (!layout.warning.empty()) std::fprintf(stderr, "warning: --channels-last: %s\n", layout.warning.c_str());
   torch::manual_seed(0);
   auto model = build_model(m, {a.size, a.size, 3});
-  place_model(*model, device, layout.channels_last);
+  const KernelLayout layout = place_in_checked_layout(*model, m, {a.size, a.size, 3}, device, warn_on_stderr);
   auto optimizer = make_optimizer(OptimConfig{}, *model);
   TrainConfig train;
   train.clip_grad_norm = a.clip;

@@ -192,7 +192,7 @@ void check_layout(Report& report, const Config* config, const std::optional<Imag
     const KernelLayout layout = choose_layout(true, model_layout_probe(model, input, device), subject);
     if (layout.warning.empty())
       report.add(Verdict::ok, "layout", "channels_last kernels match a float64 reference for " + subject +
-                                            " (relative error " + format_number(layout.error) + ")");
+                                            " (relative error " + describe_error(layout.error) + ")");
     else
       report.add(Verdict::warning, "layout", layout.warning,
                  "runs asking for channels_last fall back by themselves; model.channels_last false avoids the check");

@@ -166,9 +166,7 @@ int run_eval(const EvalArgs& args) {
   } else {
     checkpoint.restore_model(*model);
   }
-  const KernelLayout layout = resolve_layout(c.model, data->shape(), device);
-  if (!layout.warning.empty()) std::fprintf(stderr, "warning: model.channels_last: %s\n", layout.warning.c_str());
-  place_model(*model, device, layout.channels_last);
+  const KernelLayout layout = place_in_checked_layout(*model, c.model, data->shape(), device, warn_on_stderr);
 
   auto logs = make_run_logs({});
   auto bad = std::make_shared<BadSamples>("eval", data->size(), c.data.max_bad_fraction, logs.main);

@@ -1,5 +1,7 @@
 #include "trainer/cli/options.hpp"
 
+#include <cstdio>
+
 namespace trainer {
 
 void add_config_options(CLI::App& cmd, std::string& config, std::vector<std::string>& overrides,
@@ -22,5 +24,7 @@ void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::st
 void add_json_flag(CLI::App& cmd, bool& json) { cmd.add_flag("--json", json, "print one JSON line"); }
 
 CLI::Validator one_of(const std::vector<std::string>& names) { return CLI::IsMember(names); }
+
+void warn_on_stderr(const std::string& message) { std::fprintf(stderr, "warning: %s\n", message.c_str()); }
 
 }  // namespace trainer

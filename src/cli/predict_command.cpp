@@ -59,9 +59,7 @@ int run_predict(const PredictArgs& args) {
                                                      input.channels);
   auto model = build_model(c.model, source->shape());
   checkpoint.restore_model(*model);
-  const KernelLayout layout = resolve_layout(c.model, source->shape(), device);
-  if (!layout.warning.empty()) std::fprintf(stderr, "warning: model.channels_last: %s\n", layout.warning.c_str());
-  place_model(*model, device, layout.channels_last);
+  const KernelLayout layout = place_in_checked_layout(*model, c.model, source->shape(), device, warn_on_stderr);
 
   // evaluate() runs the same batched, normalised forward pass as eval; only its top-k output is used here.
   nlohmann::json out = nlohmann::json::array();

@@ -6,7 +6,6 @@
 #include "trainer/data/device_stager.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/engine/train_step.hpp"
-#include "trainer/util/torch_compat.hpp"
 #include "trainer/util/clock.hpp"
 
 namespace trainer {
@@ -47,12 +46,7 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   for_each_device_batch(*loader, options.device, [&](ImageBatch& batch) {
     const auto x = to_model_input(batch.images, options.norm, options.channels_last);
     const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
-    torch::Tensor logits;
-    {
-      std::optional<compat::AutocastGuard> autocast;
-      if (options.autocast) autocast.emplace(options.device.type(), *options.autocast);
-      logits = model.forward(x).to(torch::kFloat);
-    }
+    const torch::Tensor logits = float_logits(model, x, options.device.type(), options.autocast);
     // A dropped slot (label kDroppedLabel) adds no loss, matches no class and is not counted.
     loss_sum += torch::nn::functional::cross_entropy(logits, y,
                                                      torch::nn::functional::CrossEntropyFuncOptions()

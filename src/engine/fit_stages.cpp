@@ -106,9 +106,8 @@ void log_start(FitRun& r) {
 void take_step(FitRun& r, TrainMeter& meter) {
   Session& s = r.s;
   const auto start = Clock::now();
+  // The step's loss and gradient norm stay on the device: they are checked when the interval is logged.
   const UpdateResult u = take_optimizer_step(s);
-  if (u.grad_norm && !std::isfinite(*u.grad_norm) && !s.scaler.enabled())
-    throw non_finite(r, "the gradient norm", *u.grad_norm, "at step " + std::to_string(s.state.step));
   meter.end_step(u, seconds_since(start));
 }
 
@@ -117,10 +116,11 @@ void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch) {
   const Config& c = s.config;
   const int64_t step = s.state.step;
   const TrainFigures f = meter.close_interval(step + 1);
-  if (!std::isfinite(f.loss))
-    throw non_finite(r, "the training loss", f.loss,
-                     f.first_step == step ? "at step " + std::to_string(step)
-                                          : "in steps " + std::to_string(f.first_step) + "-" + std::to_string(step));
+  const std::string where = f.first_step == step ? "at step " + std::to_string(step)
+                                                 : "in steps " + std::to_string(f.first_step) + "-" + std::to_string(step);
+  if (c.train.clip_grad_norm > 0 && !std::isfinite(f.max_grad_norm))
+    throw non_finite(r, "the gradient norm", f.max_grad_norm, where);
+  if (!std::isfinite(f.loss)) throw non_finite(r, "the training loss", f.loss, where);
   std::string extra;
   if (c.train.clip_grad_norm > 0) extra += fmt::format(" grad norm {:.3g}", f.max_grad_norm);
   if (s.scaler.enabled()) extra += fmt::format(" scale {:g} skipped {}", s.scaler.scale_value(), f.skipped);

@@ -83,9 +83,8 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
                                               c.model.init_exclude, c.model.init_from);
     s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
   }
-  s.layout = resolve_layout(c.model, train_shape, s.device);
-  if (!s.layout.warning.empty()) s.logs.main->warn("model.channels_last: {}", s.layout.warning);
-  place_model(*s.model, s.device, s.layout.channels_last);
+  s.layout = place_in_checked_layout(*s.model, c.model, train_shape, s.device,
+                                     [&](const std::string& warning) { s.logs.main->warn("{}", warning); });
   s.optimizer = make_optimizer(c.optim, *s.model);
   s.norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, s.device);
   s.step = step_options(c.train, s.device);

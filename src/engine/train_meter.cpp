@@ -15,7 +15,10 @@ void TrainMeter::Totals::absorb(const Totals& other) {
   images += other.images;
   data_wait += other.data_wait;
   compute += other.compute;
-  max_grad_norm = std::max(max_grad_norm, other.max_grad_norm);
+  // torch::maximum keeps a NaN, so a non-finite norm anywhere in the interval reaches the log check.
+  if (other.max_grad_norm.defined())
+    max_grad_norm =
+        max_grad_norm.defined() ? torch::maximum(max_grad_norm, other.max_grad_norm) : other.max_grad_norm;
   skipped += other.skipped;
 }
 
@@ -29,7 +32,7 @@ TrainFigures TrainMeter::Totals::read() const {
   f.seconds = seconds_since(start);
   f.data_wait = data_wait;
   f.compute = compute;
-  f.max_grad_norm = max_grad_norm;
+  if (max_grad_norm.defined()) f.max_grad_norm = max_grad_norm.item<double>();
   f.skipped = skipped;
   return f;
 }
@@ -53,7 +56,7 @@ void TrainMeter::end_step(const UpdateResult& update, double update_s) {
     interval_.data_wait += step_.data_wait;
     interval_.compute += step_.compute;
   } else {
-    if (update.grad_norm) step_.max_grad_norm = *update.grad_norm;
+    step_.max_grad_norm = update.grad_norm;
     interval_.absorb(step_);
   }
   step_ = Totals(device_, 0);

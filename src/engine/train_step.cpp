@@ -2,8 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "trainer/engine/grad_clip.hpp"
 #include "trainer/util/error.hpp"
-#include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
 
@@ -27,14 +27,9 @@ std::string describe_precision(const StepOptions& o) {
 
 MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const StepOptions& options,
                              const LossScaler& scaler) {
-  torch::Tensor logits, loss;
-  {
-    std::optional<compat::AutocastGuard> autocast;
-    if (options.autocast) autocast.emplace(options.device, *options.autocast);
-    // The loss is taken in float32 whatever the autocast dtype, as torch.autocast does for cross-entropy.
-    logits = model.forward(batch.images).to(torch::kFloat);
-    loss = mixed_cross_entropy(logits, batch, options.label_smoothing);
-  }  // autocast off, its cache of low-precision weight copies cleared
+  // The loss is taken in float32 whatever the autocast dtype, as torch.autocast does for cross-entropy.
+  const torch::Tensor logits = float_logits(model, batch.images, options.device, options.autocast);
+  const torch::Tensor loss = mixed_cross_entropy(logits, batch, options.label_smoothing);
   const auto divided = options.accumulate_steps > 1 ? loss / static_cast<double>(options.accumulate_steps) : loss;
   scaler.scale(divided).backward();
   return {logits.detach(), loss.detach()};
@@ -46,8 +41,7 @@ UpdateResult apply_update(Classifier& model, torch::optim::Optimizer& optimizer,
   const auto parameters = model.parameters();
   result.skipped = scaler.unscale(parameters);  // clipping below sees the true gradients
   if (!result.skipped) {
-    if (options.clip_grad_norm > 0)
-      result.grad_norm = torch::nn::utils::clip_grad_norm_(parameters, options.clip_grad_norm);
+    if (options.clip_grad_norm > 0) result.grad_norm = clip_grad_norm(parameters, options.clip_grad_norm);
     optimizer.step();
   }
   scaler.update(result.skipped);

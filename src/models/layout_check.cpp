@@ -106,13 +106,13 @@ double probe_error(const ProbeState& state, bool channels_last, bool mkldnn) {
   return std::isfinite(error) ? error : 1e30;
 }
 
+}  // namespace
+
 std::string describe_error(double error) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.2g", error);
   return text;
 }
-
-}  // namespace
 
 bool wants_channels_last(const ModelConfig& model, const torch::Device& device) {
   switch (model.channels_last) {
@@ -179,6 +179,14 @@ KernelLayout resolve_layout(const ModelConfig& model, const ImageShape& input, c
   }
   if (!it->second.mkldnn) at::globalContext().setUserEnabledMkldnn(false);
   return it->second;
+}
+
+KernelLayout place_in_checked_layout(Classifier& model, const ModelConfig& config, const ImageShape& input,
+                                     const torch::Device& device, const std::function<void(const std::string&)>& warn) {
+  KernelLayout layout = resolve_layout(config, input, device);
+  if (!layout.warning.empty()) warn("model.channels_last: " + layout.warning);
+  place_model(model, device, layout.channels_last);
+  return layout;
 }
 
 }  // namespace trainer

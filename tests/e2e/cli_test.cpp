@@ -150,6 +150,19 @@ TEST(Cli, NonFiniteLossStopsTheRunAndWritesNoCheckpoint) {
   EXPECT_FALSE(fs::exists(out / "last.pt"));
 }
 
+// With clipping the gradient norm stays on the device between log lines; a non-finite one is still caught at
+// the interval's end, named with the interval's steps, and nothing is saved.
+TEST(Cli, NonFiniteGradientNormIsCaughtAtTheLogInterval) {
+  SmallRun run(json{{"train", {{"epochs", 1}, {"log_every", 3}, {"clip_grad_norm", 1.0}}},
+                    {"data", {{"limit_train", 128}}}});
+  const fs::path out = run.dir / "run";
+  const auto r = trainer_cli("--config " + run.config.string() + " --set optim.lr=1e30 -o " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("error: train: the gradient norm is "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" in steps 1-3; no checkpoint was written yet"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out / "last.pt"));
+}
+
 TEST(Cli, SyntheticDataNeedsNoFiles) {
   TempDir dir;
   const json config = {{"run", {{"threads", 2}}},

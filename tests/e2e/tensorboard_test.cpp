@@ -124,8 +124,9 @@ TEST(TensorBoard, ResumeKeepsOneFileWithoutRepeatedSteps) {
     const std::string& tag = ia->first.second;
     if (tag.rfind("epoch/", 0) == 0) continue;
     if (tag.find("loss") != std::string::npos || tag.find("top") != std::string::npos ||
-        tag.find("/lr") != std::string::npos)
+        tag.find("/lr") != std::string::npos) {
       EXPECT_EQ(ia->second, ib->second) << tag << " at step " << ia->first.first;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "trainer/engine/backend_settings.hpp"
+#include "trainer/engine/grad_clip.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/mix.hpp"
 #include "trainer/engine/train_step.hpp"
@@ -135,14 +136,36 @@ TEST(TrainStep, ClippingReportsTheNormAndBoundsIt) {
   const auto before = snapshot(*model);
   forward_backward(*model, plain(x, y), options, off);
   const UpdateResult u = apply_update(*model, *optimizer, off, options);
-  ASSERT_TRUE(u.grad_norm.has_value());
-  EXPECT_NEAR(*u.grad_norm, std::sqrt(squares), 1e-4 * std::sqrt(squares));
-  ASSERT_GT(*u.grad_norm, 0.01);
+  ASSERT_TRUE(u.grad_norm.defined());
+  const double norm = u.grad_norm.item<double>();
+  EXPECT_NEAR(norm, std::sqrt(squares), 1e-4 * std::sqrt(squares));
+  ASSERT_GT(norm, 0.01);
   // With lr 1 and no momentum the update is the clipped gradient: its norm is the clip value.
   double moved = 0;
   const auto after = snapshot(*model);
   for (size_t i = 0; i < after.size(); ++i) moved += (after[i] - before[i]).pow(2).sum().item<double>();
   EXPECT_NEAR(std::sqrt(moved), 0.01, 1e-5);
+}
+
+// The device-side clip equals LibTorch's clip_grad_norm_ bit for bit, below and above the threshold, and a NaN
+// gradient gives a NaN norm (and NaN gradients) rather than an exception.
+TEST(GradClip, EqualsLibTorchsClipGradNormAndKeepsANaN) {
+  for (const double max_norm : {1e-3, 1e6}) {
+    auto ours = small_cnn(3), theirs = small_cnn(3);
+    const auto x = torch::randn({4, 1, 12, 12}), y = torch::tensor({0, 1, 2, 3});
+    for (auto* m : {&ours, &theirs}) torch::nn::functional::cross_entropy((*m)->forward(x), y).backward();
+    const torch::Tensor norm = clip_grad_norm(ours->parameters(), max_norm);
+    const double expected = torch::nn::utils::clip_grad_norm_(theirs->parameters(), max_norm);
+    EXPECT_EQ(norm.item<float>(), static_cast<float>(expected)) << max_norm;
+    for (size_t i = 0; i < ours->parameters().size(); ++i)
+      EXPECT_TRUE(torch::equal(ours->parameters()[i].grad(), theirs->parameters()[i].grad())) << max_norm << " " << i;
+  }
+  auto model = small_cnn(3);
+  torch::nn::functional::cross_entropy(model->forward(torch::randn({2, 1, 12, 12})), torch::tensor({0, 1})).backward();
+  model->parameters()[0].grad().view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(clip_grad_norm(model->parameters(), 1.0).item<double>()));
+  EXPECT_TRUE(torch::isnan(model->parameters()[1].grad()).all().item<bool>());
+  EXPECT_FALSE(clip_grad_norm({torch::zeros({2}, torch::requires_grad())}, 1.0).defined());
 }
 
 TEST(TrainStep, Bfloat16AutocastOnCpuRunsTheModelInBfloat16AndRestoresTheState) {

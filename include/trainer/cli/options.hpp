@@ -26,6 +26,9 @@ void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::st
 // --json: one JSON line on stdout.
 void add_json_flag(CLI::App& cmd, bool& json);
 
+// "warning: <message>" on stderr: how commands without a run log (eval, predict, bench) report a warning.
+void warn_on_stderr(const std::string& message);
+
 // A check that accepts exactly these names, listed in the error.
 CLI::Validator one_of(const std::vector<std::string>& names);
 template <class E>

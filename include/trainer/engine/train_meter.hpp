@@ -25,7 +25,7 @@ struct TrainFigures {
   double seconds = 0.0;
   double data_wait = 0.0;   // seconds waiting for the loader
   double compute = 0.0;     // seconds in the step
-  double max_grad_norm = 0.0;
+  double max_grad_norm = 0.0;  // with clipping: the largest total gradient norm (NaN when one was NaN)
   int64_t skipped = 0;      // optimizer steps skipped by the loss scaler
 
   double images_per_s() const { return static_cast<double>(images) / seconds; }
@@ -55,7 +55,8 @@ class TrainMeter {
     torch::Tensor loss_sum, correct;  // on the device
     int64_t images = 0;
     int64_t first_step = 0;
-    double data_wait = 0.0, compute = 0.0, max_grad_norm = 0.0;
+    double data_wait = 0.0, compute = 0.0;
+    torch::Tensor max_grad_norm;      // on the device; undefined until a clipped step is absorbed
     int64_t skipped = 0;
     Clock::time_point start = Clock::now();
 

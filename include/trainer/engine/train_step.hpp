@@ -48,7 +48,8 @@ MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const S
 
 struct UpdateResult {
   bool skipped = false;                 // the loss scaler found inf/NaN gradients: no update was made
-  std::optional<double> grad_norm;      // total gradient norm before clipping, when clipping is on
+  torch::Tensor grad_norm;              // total gradient norm before clipping, a device scalar; defined when
+                                        // clipping is on (reading it waits for the device)
 };
 
 UpdateResult apply_update(Classifier& model, torch::optim::Optimizer& optimizer, LossScaler& scaler,

@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include <memory>
+#include <optional>
 
 namespace trainer {
 
@@ -15,5 +16,10 @@ class Classifier : public torch::nn::Module {
 };
 
 using ClassifierPtr = std::shared_ptr<Classifier>;
+
+// The model's float32 logits for `images`, its forward pass run under autocast in `autocast` on `device` when
+// given (training and evaluation share this, so both see the same mixed-precision forward).
+torch::Tensor float_logits(Classifier& model, const torch::Tensor& images, c10::DeviceType device,
+                           std::optional<at::ScalarType> autocast);
 
 }  // namespace trainer

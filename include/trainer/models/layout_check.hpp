@@ -4,9 +4,7 @@
 // wrongly (seen: Debian 13's LibTorch 2.6 with its system oneDNN 3.7 on AVX-512, a 1x1 stride-2 convolution off
 // by up to 1.3); a run must never train on such kernels silently. On a mismatch the model falls back to a layout
 // that passes, and the caller logs the one-line warning.
-//   const KernelLayout layout = resolve_layout(c.model, shape, device);
-//   if (!layout.warning.empty()) log->warn("{}", layout.warning);
-//   place_model(*model, device, layout.channels_last);
+//   const KernelLayout layout = place_in_checked_layout(*model, c.model, shape, device, warn);
 #pragma once
 
 #include <torch/types.h>
@@ -16,6 +14,7 @@
 
 #include "trainer/config/config.hpp"
 #include "trainer/data/image_shape.hpp"
+#include "trainer/models/classifier.hpp"
 
 namespace trainer {
 
@@ -38,6 +37,9 @@ using LayoutProbe = std::function<double(bool channels_last, bool mkldnn)>;
 // about 1e-6; TF32 (switched off while probing) would be about 1e-3; broken kernels are 1e-1 and more.
 inline constexpr double kLayoutTolerance = 1e-3;
 
+// A relative error with two significant digits ("5.1e-07"), as the warnings and doctor print it.
+std::string describe_error(double error);
+
 // The decision, apart from the model: channels_last as requested if it passes; else contiguous; else the requested
 // layout with oneDNN off. Throws TrainError when no candidate passes. `subject` names the model in the warning.
 KernelLayout choose_layout(bool channels_last, const LayoutProbe& probe, const std::string& subject);
@@ -49,5 +51,10 @@ LayoutProbe model_layout_probe(const ModelConfig& model, const ImageShape& input
 // wants_channels_last + choose_layout with the model's probe, cached per process by (model, shape, device), and
 // applied: oneDNN is switched off process-wide when that is the fallback chosen.
 KernelLayout resolve_layout(const ModelConfig& model, const ImageShape& input, const torch::Device& device);
+
+// What every command does with a built model: resolve_layout, hand its warning (prefixed "model.channels_last: ")
+// to `warn`, and place the model on the device in the chosen layout (place_model).
+KernelLayout place_in_checked_layout(Classifier& model, const ModelConfig& config, const ImageShape& input,
+                                     const torch::Device& device, const std::function<void(const std::string&)>& warn);
 
 }  // namespace trainer
