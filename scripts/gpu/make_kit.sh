@@ -3,7 +3,7 @@
 # build/gpu-kit), well under the device tool's 64 MiB. That machine has CUDA, python3's torch (whose CMake files
 # a C++ build uses), cmake, ninja and a compiler, but not CLI11, spdlog/fmt, nlohmann-json, GoogleTest or
 # OpenCV's C++ libraries, and it cannot download anything.
-#   - Debian 12's CLI11, spdlog + fmt, nlohmann-json and GoogleTest, files and CMake packages as installed
+#   - Debian 12's CLI11, spdlog + fmt, nlohmann-json, GoogleTest and Gloo's headers, files and CMake packages as installed
 #     (their CMake files find the rest relative to themselves, so the tree works wherever it is unpacked);
 #   - a minimal static OpenCV 4.6 (core, imgproc, imgcodecs with JPEG and PNG only), built from Debian's source
 #     package, with Debian's static libjpeg, libpng and zlib, and a small relocatable OpenCVConfig.cmake.
@@ -17,7 +17,7 @@ out=$(mkdir -p "${1:-build/gpu-kit}" && cd "${1:-build/gpu-kit}" && pwd)
 log() { echo "make_kit: $*" >&2; }
 start=$(date +%s)
 
-packages=(libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libgtest-dev
+packages=(libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libgtest-dev libgloo-dev
           libjpeg62-turbo-dev libpng-dev zlib1g-dev)
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
@@ -59,7 +59,7 @@ fi
 # ---- the kit tree: usr/ as on Debian, so the packages' CMake files resolve their own paths ----
 stage=$out/stage
 rm -rf "$stage" && mkdir -p "$stage/kit"
-for p in libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libgtest-dev; do
+for p in libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libgtest-dev libgloo-dev; do
   dpkg -L "$p" | while read -r f; do [[ -f $f || -L $f ]] && echo "$f"; done
 done | grep -v -e '^/usr/share/doc' -e '^/usr/share/lintian' -e '^/usr/src' -e '/pkgconfig/' | sort -u \
   | tar -cf - -T - 2>/dev/null | tar -xf - -C "$stage/kit"

@@ -34,7 +34,7 @@ CONTROL
   lane_run "$root" "dpkg-deb --build /tmp/nvidia-cudnn-stand-in /tmp/nvidia-cudnn.deb >/dev/null && dpkg -i /tmp/nvidia-cudnn.deb >/dev/null"
 fi
 lane_install "$root" build-essential cmake ninja-build pkg-config libtorch-cuda-dev nvidia-cuda-toolkit libcuda1 \
-  libopenblas0-pthread libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev \
+  libopenblas0-pthread libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-dev \
   python3 python3-torch-cuda python3-torchvision
 
 # The stub cuDNN: one function per cuDNN symbol that libtorch_cuda imports.

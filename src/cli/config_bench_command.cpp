@@ -50,7 +50,7 @@ void time_training_steps(Session& s, const BenchArgs& a, std::vector<double>& wa
   const int64_t total = a.warmup + a.steps;
   int64_t seen = 0;
   for (int64_t epoch = 0; seen < total; ++epoch) {
-    auto loader = make_train_loader(s.train_data, c.data, static_cast<uint64_t>(c.run.seed), epoch, 0,
+    auto loader = make_train_loader(s.train_data, c.data, s.drop_last, static_cast<uint64_t>(c.run.seed), epoch, 0,
                                     s.device.is_cuda(), s.train_bad);
     auto wait_start = Clock::now();
     for_each_batch(*loader, [&](ImageBatch& b) {

@@ -71,7 +71,8 @@ int run_data_bench(const DataBenchArgs& a) {
     Clock::time_point start = Clock::now();
     // Epochs follow each other as in training, each a new loader over the same source.
     for (int64_t epoch = 0; seen < total; ++epoch) {
-      auto loader = make_train_loader(source, c.data, static_cast<uint64_t>(c.run.seed), epoch, 0, false, bad);
+      auto loader = make_train_loader(source, c.data, c.data.drop_last == Switch::on,
+                                      static_cast<uint64_t>(c.run.seed), epoch, 0, false, bad);
       for_each_batch(*loader, [&](ImageBatch& batch) {
         // What a CPU training step does with the batch before the model: float, normalised, channels_last.
         const auto before = Clock::now();

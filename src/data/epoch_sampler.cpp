@@ -9,8 +9,14 @@
 
 namespace trainer {
 
+BatchShare batch_share(size_t batch, size_t rank, size_t world) {
+  const size_t base = batch / world, extra = batch % world;
+  return {rank * base + std::min(rank, extra), base + (rank < extra ? 1 : 0)};
+}
+
 EpochSampler::EpochSampler(SamplerOptions options) : options_(options) {
   if (options_.batch_size == 0) throw Error("EpochSampler: batch_size must be > 0", 1);
+  if (options_.world == 0 || options_.rank >= options_.world) throw Error("EpochSampler: rank must be < world", 1);
   order_ = epoch_order(options_.size, options_.seed, options_.epoch, options_.shuffle);
   reset(torch::nullopt);
 }
@@ -42,8 +48,9 @@ torch::optional<std::vector<size_t>> EpochSampler::next(size_t /*batch_size: our
   const size_t left = order_.size() - position_;
   if (left == 0 || (options_.drop_last && left < options_.batch_size)) return torch::nullopt;
   const size_t take = std::min(left, options_.batch_size);
-  std::vector<size_t> batch(order_.begin() + static_cast<std::ptrdiff_t>(position_),
-                            order_.begin() + static_cast<std::ptrdiff_t>(position_ + take));
+  const BatchShare share = batch_share(take, options_.rank, options_.world);
+  const auto first = order_.begin() + static_cast<std::ptrdiff_t>(position_ + share.first);
+  std::vector<size_t> batch(first, first + static_cast<std::ptrdiff_t>(share.count));
   position_ += take;
   return batch;
 }

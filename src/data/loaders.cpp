@@ -17,22 +17,26 @@ std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, 
 }
 
 
-SamplerOptions train_sampler_options(size_t images, const DataConfig& data, uint64_t seed, int64_t epoch,
-                                     size_t start_batch) {
-  return SamplerOptions{images, static_cast<size_t>(data.batch_size), seed, epoch, data.shuffle, data.drop_last,
+namespace {
+
+SamplerOptions train_sampler_options(size_t images, const DataConfig& data, bool drop_last, uint64_t seed,
+                                     int64_t epoch, size_t start_batch) {
+  return SamplerOptions{images, static_cast<size_t>(data.batch_size), seed, epoch, data.shuffle, drop_last,
                         start_batch};
 }
 
-size_t train_batches_per_epoch(size_t images, const DataConfig& data) {
-  return EpochSampler(train_sampler_options(images, data, 0, 0)).batches_per_epoch();
+}  // namespace
+
+size_t train_batches_per_epoch(size_t images, const DataConfig& data, bool drop_last) {
+  return EpochSampler(train_sampler_options(images, data, drop_last, 0, 0, 0)).batches_per_epoch();
 }
 
 std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> source, const DataConfig& data,
-                                          uint64_t seed, int64_t epoch, size_t start_batch, bool pin_memory,
-                                          std::shared_ptr<BadSamples> bad) {
+                                          bool drop_last, uint64_t seed, int64_t epoch, size_t start_batch,
+                                          bool pin_memory, std::shared_ptr<BadSamples> bad) {
   const size_t images = source->size();
   return make_loader(BatchDataset(std::move(source), pin_memory, {seed, epoch}, std::move(bad)),
-                     EpochSampler(train_sampler_options(images, data, seed, epoch, start_batch)),
+                     EpochSampler(train_sampler_options(images, data, drop_last, seed, epoch, start_batch)),
                      static_cast<size_t>(data.batch_size), static_cast<size_t>(data.workers),
                      static_cast<size_t>(data.prefetch));
 }

@@ -10,6 +10,7 @@
 #include "trainer/data/loaders.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/clock.hpp"
+#include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
 
@@ -22,17 +23,25 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   EpochRun run;
   run.start_batch = epoch == s.state.epoch ? s.state.batch_in_epoch : 0;
   s.state.batch_in_epoch = run.start_batch;
-  auto loader = make_train_loader(s.train_data, c.data, static_cast<uint64_t>(c.run.seed), epoch,
+  auto loader = make_train_loader(s.train_data, c.data, s.drop_last, static_cast<uint64_t>(c.run.seed), epoch,
                                   static_cast<size_t>(run.start_batch), s.device.is_cuda(), s.train_bad);
   TrainMeter meter(s.device, s.state.step + 1);
   r.lr = r.lr_now();
   int64_t micro = 0;
+  compat::GeneratorStates step_start;  // the generators before the step's first micro-batch
   auto ready = Clock::now();
   for_each_device_batch(*loader, s.device, [&](ImageBatch& batch) {
     const double waited = seconds_since(ready);
     const auto compute_start = Clock::now();
-    if (micro == 0) set_learning_rate(*s.optimizer, r.lr = r.lr_now());
-    meter.add_micro_batch(train_micro_batch(s, batch, micro), waited, seconds_since(compute_start));
+    if (micro == 0) {
+      set_learning_rate(*s.optimizer, r.lr = r.lr_now());
+      if (r.checkpoints.enabled()) step_start = compat::GeneratorStates::capture();
+    }
+    try {
+      meter.add_micro_batch(train_micro_batch(s, batch, micro), waited, seconds_since(compute_start));
+    } catch (const c10::Error& e) {
+      throw failed_step(r, epoch, micro, step_start, e);
+    }
     ++s.state.batch_in_epoch;
     const bool epoch_done = s.state.batch_in_epoch == r.plan.batches_per_epoch;
     if (++micro == c.train.accumulate_steps || epoch_done) {

@@ -20,7 +20,7 @@ namespace {
 FitPlan plan_fit(const Session& s, const FitLimits& limits) {
   const Config& c = s.config;
   FitPlan p;
-  p.batches_per_epoch = static_cast<int64_t>(train_batches_per_epoch(s.train_data->size(), c.data));
+  p.batches_per_epoch = static_cast<int64_t>(train_batches_per_epoch(s.train_data->size(), c.data, s.drop_last));
   if (p.batches_per_epoch == 0)
     throw ConfigError("data.batch_size: " + std::to_string(c.data.batch_size) + " is larger than the " +
                       std::to_string(s.train_data->size()) + " training images with data.drop_last");
@@ -101,6 +101,26 @@ void log_start(FitRun& r) {
                                           std::to_string(c.data.batch_size * accumulate) + " / 256)"
                                     : std::string(),
              warmup_steps(c.schedule, r.plan.length), describe_precision(r.s.step));
+}
+
+TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, const compat::GeneratorStates& step_start,
+                       const c10::Error& error) {
+  Session& s = r.s;
+  std::string message = error.what_without_backtrace();
+  message = message.substr(0, message.find('\n'));
+  const std::string where = "libtorch failed in step " + std::to_string(s.state.step + 1) + " (epoch " +
+                            std::to_string(epoch + 1) + "): " + message;
+  if (!r.checkpoints.enabled() || s.state.step == 0) return TrainError(where + r.checkpoints.last_good());
+  s.state.batch_in_epoch -= micro;  // back to the step's first micro-batch
+  step_start.restore();
+  r.progress.clear();
+  try {
+    r.checkpoints.save(s);
+  } catch (const Error& e) {
+    return TrainError(where + "; saving the last completed step failed too: " + e.message());
+  }
+  return TrainError(where + "; saved " + r.checkpoints.last().string() + " at step " + std::to_string(s.state.step) +
+                    ": resume with trainer --resume " + r.checkpoints.last().string());
 }
 
 void take_step(FitRun& r, TrainMeter& meter) {

@@ -11,7 +11,9 @@
 #include "trainer/engine/run_checkpoints.hpp"
 #include "trainer/engine/train_meter.hpp"
 #include "trainer/optim/schedule.hpp"
+#include "trainer/util/error.hpp"
 #include "trainer/util/stop_signals.hpp"
+#include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
 
@@ -51,7 +53,13 @@ struct EpochRun {
 // "training 3 epochs x 188 steps (batch 64, 2 loader workers), lr 0.01 (0 warmup steps), float32"
 void log_start(FitRun& r);
 EpochRun run_epoch(FitRun& r, int64_t epoch);
-// The optimizer step after the last micro-batch; a non-finite gradient norm (without a loss scaler) stops the run.
+// A libtorch error in a forward or backward pass (CUDA out of memory, a kernel's check): the weights, optimizer,
+// scaler and EMA are still those of the last completed step, so they are saved as last.pt with that step's data
+// position and generator states (`--resume` then runs the failed step as if it had never begun). Returns the
+// TrainError to throw, naming the step, the libtorch message and the checkpoint.
+TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, const compat::GeneratorStates& step_start,
+                       const c10::Error& error);
+// The optimizer step after the last micro-batch. Its figures stay on the device until the interval closes.
 void take_step(FitRun& r, TrainMeter& meter);
 // Closes the open log interval: a non-finite loss stops the run; otherwise a log line and a "train" row.
 void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch);

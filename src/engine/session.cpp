@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "trainer/config/load.hpp"
+#include "trainer/data/last_batch.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/io/weights.hpp"
@@ -83,6 +84,9 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
                                               c.model.init_exclude, c.model.init_from);
     s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
   }
+  const LastBatch last_batch = last_batch_rule(s.train_data->size(), c.data, 1, has_batch_norm(*s.model));
+  s.drop_last = last_batch.drop;
+  if (!last_batch.note.empty()) s.logs.main->info("{}", last_batch.note);
   s.layout = place_in_checked_layout(*s.model, c.model, train_shape, s.device,
                                      [&](const std::string& warning) { s.logs.main->warn("{}", warning); });
   s.optimizer = make_optimizer(c.optim, *s.model);

@@ -111,11 +111,11 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
     modules.ema->save(ema_archive);
     archive.write("ema", ema_archive);
   }
-  archive.write("rng_cpu", compat::cpu_rng_state(), /*is_buffer=*/true);
   // Dropout on the GPU draws from each device's generator: saved too, so a resumed run draws the same masks.
-  if (torch::cuda::is_available())
-    for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
-      archive.write("rng_cuda" + std::to_string(i), compat::cuda_rng_state(i), /*is_buffer=*/true);
+  const auto generators = compat::GeneratorStates::capture();
+  archive.write("rng_cpu", generators.cpu, /*is_buffer=*/true);
+  for (size_t i = 0; i < generators.cuda.size(); ++i)
+    archive.write("rng_cuda" + std::to_string(i), generators.cuda[i], /*is_buffer=*/true);
   write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
 }
 

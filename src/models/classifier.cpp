@@ -6,6 +6,13 @@
 
 namespace trainer {
 
+bool has_batch_norm(const torch::nn::Module& model) {
+  for (const auto& m : model.modules(/*include_self=*/true))
+    if (m->as<torch::nn::BatchNorm1d>() || m->as<torch::nn::BatchNorm2d>() || m->as<torch::nn::BatchNorm3d>())
+      return true;
+  return false;
+}
+
 torch::Tensor float_logits(Classifier& model, const torch::Tensor& images, c10::DeviceType device,
                            std::optional<at::ScalarType> autocast) {
   if (!autocast) return model.forward(images).to(torch::kFloat);

@@ -6,6 +6,7 @@
 
 #include "e2e/e2e_support.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/io/checkpoint.hpp"
 
 namespace trainer {
 namespace {
@@ -161,6 +162,30 @@ TEST(Cli, NonFiniteGradientNormIsCaughtAtTheLogInterval) {
   EXPECT_NE(r.output.find("error: train: the gradient norm is "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" in steps 1-3; no checkpoint was written yet"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(out / "last.pt"));
+}
+
+// 49 images in batches of 8 leave one image for the last batch, which a BatchNorm model cannot train on at this
+// size: auto drops it and says so; false is refused before training starts.
+TEST(Cli, TheLastBatchOfOneImageIsDroppedForABatchNormModel) {
+  TempDir dir;
+  write_mnist_dir(dir / "data", 49, 16);
+  auto c = small_run_config(dir / "data");
+  c.merge_patch({{"model", {{"arch", "resnet18"}}}, {"data", {{"batch_size", 8}}}, {"train", {{"epochs", 1}}}});
+  write_text(dir / "c.json", c.dump());
+  const auto r = trainer_cli("--config " + (dir / "c.json").string() + " -o " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the last batch of each epoch holds 1 of 49 training images, and a model with BatchNorm "
+                          "needs 2 images per process to train: it is dropped (data.drop_last auto)"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("training 1 epochs x 6 steps"), std::string::npos) << r.output;
+  EXPECT_EQ(LoadedCheckpoint(dir / "run" / "last.pt").meta().step, 6);
+
+  const auto refused = trainer_cli("--config " + (dir / "c.json").string() + " --set data.drop_last=false -o " +
+                                   (dir / "run2").string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("error: config: data.drop_last: false keeps a last batch too small to train on"),
+            std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir / "run2" / "last.pt"));
 }
 
 TEST(Cli, SyntheticDataNeedsNoFiles) {

@@ -117,8 +117,11 @@ void expect_schema_matches(const nlohmann::json& value, const nlohmann::json& sc
     EXPECT_NE(std::find(types.begin(), types.end(), expected), types.end()) << path + key << " is " << expected;
     EXPECT_EQ(p["default"], v) << path + key;
   }
-  for (const auto& [key, p] : schema["properties"].items())
-    if (key != "extends" && key != "$schema") EXPECT_TRUE(value.contains(key)) << path + key << " only in the schema";
+  for (const auto& [key, p] : schema["properties"].items()) {
+    if (key != "extends" && key != "$schema") {
+      EXPECT_TRUE(value.contains(key)) << path + key << " only in the schema";
+    }
+  }
 }
 
 TEST(ConfigSchema, CoversEveryKeyWithTypeDefaultRangeAndChoices) {

@@ -53,6 +53,31 @@ TEST(EpochSampler, StartBatchResumesMidEpoch) {
   for (size_t i = 0; i < tail.size(); ++i) EXPECT_EQ(tail[i], full[i + 3]);
 }
 
+// Data-parallel ranks each take a contiguous share of every global batch; in rank order the shares are the
+// single-process batches, the partial last one included (13 = 5 + 4 + 4 over 3 ranks).
+TEST(EpochSampler, RankSharesMakeUpTheGlobalBatches) {
+  EXPECT_EQ(batch_share(13, 0, 3).first, 0u);
+  EXPECT_EQ(batch_share(13, 0, 3).count, 5u);
+  EXPECT_EQ(batch_share(13, 1, 3).first, 5u);
+  EXPECT_EQ(batch_share(13, 2, 3).first, 9u);
+  EXPECT_EQ(batch_share(13, 2, 3).count, 4u);
+  const auto global = drain(EpochSampler({61, 16, 9, 4, true, false, 1}));
+  std::vector<std::vector<std::vector<size_t>>> ranks;
+  for (size_t r = 0; r < 3; ++r) {
+    SamplerOptions o{61, 16, 9, 4, true, false, 1};
+    o.rank = r;
+    o.world = 3;
+    ranks.push_back(drain(EpochSampler(o)));
+    ASSERT_EQ(ranks.back().size(), global.size());
+  }
+  for (size_t b = 0; b < global.size(); ++b) {
+    std::vector<size_t> joined;
+    for (const auto& r : ranks) joined.insert(joined.end(), r[b].begin(), r[b].end());
+    EXPECT_EQ(joined, global[b]) << b;
+  }
+  EXPECT_EQ(ranks[2].back().size(), 4u);  // the last batch holds 13: 5, 4, 4
+}
+
 TEST(EpochSampler, ResetReturnsToTheStart) {
   EpochSampler sampler({20, 5, 1, 0, true, false, 1});
   const auto first = sampler.next(0);

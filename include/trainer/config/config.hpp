@@ -112,7 +112,8 @@ struct DataConfig {
   int64_t eval_batch_size = 256;
   int64_t workers = 2;                     // loader threads; 0 loads on the training thread
   bool shuffle = true;
-  bool drop_last = false;
+  Switch drop_last = Switch::automatic;    // auto: drop the last partial batch only when a model could not
+                                           // train on it (data/last_batch.hpp)
   std::vector<double> mean;                // per channel, on the 0..1 scale; empty: the dataset kind's usual
   std::vector<double> std;                 // values (ImageNet's for imagenet, 0.1307 / 0.3081 otherwise)
   int64_t limit_train = 0;                 // 0: all images; else an evenly spaced deterministic subset
@@ -137,7 +138,9 @@ struct DataConfig {
     v.field("eval_batch_size", eval_batch_size, "images per evaluation batch", Range::at_least(1));
     v.field("workers", workers, "data loader threads; 0 loads on the training thread", Range::at_least(0));
     v.field("shuffle", shuffle, "reshuffle the training set every epoch");
-    v.field("drop_last", drop_last, "drop the last incomplete training batch");
+    v.choice("drop_last", drop_last, switch_values(),
+             "drop the last incomplete training batch; auto: only when it would hold fewer images than the model "
+             "can train on (2 with BatchNorm)");
     v.field("mean", mean, "per-channel mean for normalisation (0..1 scale); empty: the dataset kind's usual one");
     v.field("std", std, "per-channel standard deviation for normalisation (0..1 scale); empty: as for mean");
     v.field("limit_train", limit_train, "use only this many training images (0: all)", Range::at_least(0));

@@ -1,5 +1,5 @@
-// The order of one epoch as a pure function of (seed, epoch): the same batches whatever the worker count,
-// and a resumed run can start at any batch offset. Plugs into LibTorch's DataLoader as its sampler.
+// The order of one epoch as a pure function of (seed, epoch): the same batches whatever the worker count or the
+// number of data-parallel processes, and a resumed run can start at any batch offset. Plugs into LibTorch's DataLoader as its sampler.
 //   SamplerOptions o;  o.size = n;  o.batch_size = 64;  o.seed = 1;  o.epoch = 3;  o.start_batch = 10;
 //   EpochSampler s(o);
 #pragma once
@@ -19,7 +19,17 @@ struct SamplerOptions {
   bool shuffle = true;
   bool drop_last = false;
   size_t start_batch = 0;  // batches of this epoch already consumed (resume)
+  size_t rank = 0;         // data-parallel: this process takes its share of every (global) batch
+  size_t world = 1;
 };
+
+// Rank `rank`'s share of a global batch of `batch` images over `world` processes: a contiguous [first, first +
+// count) slice, the first batch % world ranks taking one image more (as numpy.array_split), so the shares of all
+// ranks, in rank order, are the global batch.
+struct BatchShare {
+  size_t first = 0, count = 0;
+};
+BatchShare batch_share(size_t batch, size_t rank, size_t world);
 
 class EpochSampler final : public torch::data::samplers::Sampler<std::vector<size_t>> {
  public:

@@ -1,6 +1,6 @@
 // The loaders a run reads through: LibTorch's DataLoader over a BatchDataset and an EpochSampler. Training,
 // evaluation and the benchmarks all build theirs here, so a benchmark reads exactly what a run reads.
-//   auto loader = make_train_loader(source, config.data, seed, epoch, /*start_batch=*/0, pin_memory, bad);
+//   auto loader = make_train_loader(source, config.data, drop_last, seed, epoch, /*start_batch=*/0, pin_memory, bad);
 //   for_each_batch(*loader, [&](ImageBatch& b) { ...; return true; });   // false stops early
 //   auto eval = make_eval_loader(source, /*batch_size=*/256, /*workers=*/2, /*prefetch=*/4, pin_memory, bad);
 #pragma once
@@ -19,16 +19,15 @@ using Loader = torch::data::StatelessDataLoader<BatchDataset, EpochSampler>;
 std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers,
                                     size_t prefetch = 4);
 
-// The order of training epoch `epoch`: data.batch_size, data.shuffle and data.drop_last over `images`.
-SamplerOptions train_sampler_options(size_t images, const DataConfig& data, uint64_t seed, int64_t epoch,
-                                     size_t start_batch = 0);
-size_t train_batches_per_epoch(size_t images, const DataConfig& data);
+// Batches of a training epoch over `images`: data.batch_size, with the last partial one dropped when `drop_last`
+// (data.drop_last resolved by last_batch_rule(), data/last_batch.hpp).
+size_t train_batches_per_epoch(size_t images, const DataConfig& data, bool drop_last);
 
 // The training loader for epoch `epoch`, from batch `start_batch` on (a resumed epoch): order and augmentation
 // are functions of (seed, epoch, index); an unreadable image is recorded in `bad` and replaced.
 std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> source, const DataConfig& data,
-                                          uint64_t seed, int64_t epoch, size_t start_batch, bool pin_memory,
-                                          std::shared_ptr<BadSamples> bad);
+                                          bool drop_last, uint64_t seed, int64_t epoch, size_t start_batch,
+                                          bool pin_memory, std::shared_ptr<BadSamples> bad);
 
 // The eval loader: every image once, in order; an unreadable image is recorded in `bad` and left out of the
 // figures (kDroppedLabel), or throws without `bad`.

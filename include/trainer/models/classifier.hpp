@@ -17,6 +17,9 @@ class Classifier : public torch::nn::Module {
 
 using ClassifierPtr = std::shared_ptr<Classifier>;
 
+// Whether any submodule is a BatchNorm layer (1-, 2- or 3-d), which cannot train on a batch of one image.
+bool has_batch_norm(const torch::nn::Module& model);
+
 // The model's float32 logits for `images`, its forward pass run under autocast in `autocast` on `device` when
 // given (training and evaluation share this, so both see the same mixed-precision forward).
 torch::Tensor float_logits(Classifier& model, const torch::Tensor& images, c10::DeviceType device,

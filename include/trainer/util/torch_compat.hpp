@@ -58,6 +58,24 @@ inline void set_cuda_rng_state(c10::DeviceIndex index, const torch::Tensor& stat
   gen.set_state(state);
 }
 
+// Every default generator dropout draws from (the CPU's and each CUDA device's), captured to be put back later.
+struct GeneratorStates {
+  torch::Tensor cpu;
+  std::vector<torch::Tensor> cuda;  // by device index
+
+  static GeneratorStates capture() {
+    GeneratorStates g{cpu_rng_state(), {}};
+    if (torch::cuda::is_available())
+      for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
+        g.cuda.push_back(cuda_rng_state(i));
+    return g;
+  }
+  void restore() const {
+    set_cpu_rng_state(cpu);
+    for (size_t i = 0; i < cuda.size(); ++i) set_cuda_rng_state(static_cast<c10::DeviceIndex>(i), cuda[i]);
+  }
+};
+
 // Autocast for one device type (CPU or CUDA) in one dtype while the guard lives, as Python's torch.autocast:
 // the previous state comes back on exit and the cast cache is cleared when the outermost guard ends, so
 // cached low-precision weight copies never outlive a step. LibTorch 2.4 replaced the per-device setters

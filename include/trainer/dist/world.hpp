@@ -1,0 +1,40 @@
+// Who this process is in a data-parallel run, read from its launcher's environment (the cli module passes the
+// lookup in; nothing below reads the environment itself):
+//   torchrun, and `trainer --nproc-per-node`: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+//     MASTER_PORT;
+//   SLURM (srun), when WORLD_SIZE is absent: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE
+//     (its first figure), with the master taken from MASTER_ADDR when set, else the first host of
+//     SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST), and MASTER_PORT when set, else 29500;
+//   neither: one process.
+//   World w = world_from_environment([](const std::string& k) -> std::optional<std::string> { ... });
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace trainer {
+
+struct World {
+  int64_t rank = 0;
+  int64_t size = 1;
+  int64_t local_rank = 0;
+  int64_t local_size = 1;
+  std::string master_addr;
+  int port = 0;
+  std::string launcher = "none";  // "torchrun" (any launcher that sets torchrun's variables), "slurm" or "none"
+
+  bool distributed() const { return size > 1; }
+};
+
+using EnvironmentLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// Throws UsageError naming the variable for a value that is not a number or out of range, and for a world of
+// several processes without a master address.
+World world_from_environment(const EnvironmentLookup& env);
+
+// The first host of a SLURM node list: "gpu[07-09,12],cpu01" -> "gpu07", "a,b" -> "a".
+std::string first_slurm_host(const std::string& nodelist);
+
+}  // namespace trainer

@@ -1,0 +1,129 @@
+// c10d through Collectives: two ranks as two threads of this process, meeting over loopback (Gloo, TCPStore).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "support/fixtures.hpp"
+#include "trainer/dist/collectives.hpp"
+#include "trainer/dist/grad_reducer.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+// A listening loopback socket on a port the kernel picked; the port is free for others once it closes.
+struct Listener {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  Listener() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof(a);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd, 1) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size) != 0)
+      throw std::runtime_error("no loopback port");
+    port = ntohs(a.sin_port);
+  }
+  ~Listener() { close(fd); }
+};
+
+World loopback(int64_t rank, int64_t size, int port) {
+  World w;
+  w.rank = rank;
+  w.size = size;
+  w.master_addr = "127.0.0.1";
+  w.port = port;
+  return w;
+}
+
+TEST(Collectives, TwoRanksSumAndBroadcastOverLoopback) {
+  const int port = Listener().port;
+  std::vector<torch::Tensor> sums(2), broadcasts(2);
+  auto rank = [&](int64_t r) {
+    Collectives group(loopback(r, 2, port), std::chrono::seconds(20));
+    std::vector<torch::Tensor> t{torch::arange(5, torch::kFloat) * (r + 1), torch::full({2, 2}, r + 1.0, torch::kDouble)};
+    group.all_reduce_sum(t);
+    sums[r] = torch::cat({t[0], t[1].flatten().to(torch::kFloat)});
+    std::vector<torch::Tensor> b{torch::full({3}, static_cast<int64_t>(10 + r), torch::kInt64)};
+    group.broadcast(b, /*root=*/1);
+    broadcasts[r] = b[0];
+    group.barrier();
+  };
+  std::thread other(rank, 1);
+  rank(0);
+  other.join();
+  const auto expected = torch::cat({torch::arange(5, torch::kFloat) * 3, torch::full({4}, 3.0f)});
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(torch::equal(sums[r], expected)) << r;
+    EXPECT_TRUE(torch::equal(broadcasts[r], torch::full({3}, 11, torch::kInt64))) << r;
+  }
+}
+
+// 2 ranks x 8 images (each in 2 accumulated micro-batches of 4) give the gradient of 1 process x 16 images,
+// with buckets small enough that several all-reduces run during backward.
+TEST(GradReducer, TwoRanksAverageToTheFullBatchGradient) {
+  ModelConfig m;  // mnist_cnn: no BatchNorm, no dropout
+  torch::manual_seed(4);
+  const auto x = torch::randn({16, 1, 12, 12});
+  const auto y = torch::randint(0, 10, {16});
+  torch::manual_seed(1);
+  auto reference = build_model(m, {12, 12, 1});
+  torch::nn::functional::cross_entropy(reference->forward(x), y).backward();
+  std::vector<ClassifierPtr> models;
+  for (int r = 0; r < 2; ++r) {
+    torch::manual_seed(1);
+    models.push_back(build_model(m, {12, 12, 1}));
+  }
+  const int port = Listener().port;
+  std::vector<int64_t> buckets(2);
+  auto rank = [&](int64_t r) {
+    Collectives group(loopback(r, 2, port), std::chrono::seconds(20));
+    GradReducer reducer(models[r]->parameters(), group, /*bucket_bytes=*/16 << 10);
+    buckets[r] = reducer.buckets();
+    for (int64_t micro = 0; micro < 2; ++micro) {
+      const int64_t first = r * 8 + micro * 4;
+      reducer.arm(micro == 1);
+      const auto loss = torch::nn::functional::cross_entropy(models[r]->forward(x.slice(0, first, first + 4)),
+                                                             y.slice(0, first, first + 4));
+      (loss / 2.0).backward();
+    }
+    reducer.finish();
+  };
+  std::thread other(rank, 1);
+  rank(0);
+  other.join();
+  EXPECT_GT(buckets[0], 2);
+  const auto expected = reference->parameters();
+  for (int r = 0; r < 2; ++r)
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_TRUE(torch::allclose(models[r]->parameters()[i].grad(), expected[i].grad(), 1e-5, 1e-7)) << r << " " << i;
+  for (size_t i = 0; i < expected.size(); ++i)  // both ranks hold the very same average
+    EXPECT_TRUE(torch::equal(models[0]->parameters()[i].grad(), models[1]->parameters()[i].grad())) << i;
+}
+
+TEST(Collectives, APortInUseIsAUsageErrorNamingIt) {
+  Listener taken;
+  const std::string message = testing::error_of<UsageError>(
+      [&] { Collectives group(loopback(0, 2, taken.port), std::chrono::seconds(5)); });
+  EXPECT_NE(message.find("usage: distributed: rank 0 cannot listen on 127.0.0.1:" + std::to_string(taken.port)),
+            std::string::npos) << message;
+}
+
+TEST(Collectives, ARankThatNeverComesEndsTheWaitWithAnError) {
+  const int port = Listener().port;
+  const std::string message = testing::error_of<TrainError>(
+      [&] { Collectives group(loopback(0, 2, port), std::chrono::seconds(2)); });
+  EXPECT_NE(message.find("train: distributed: rank 0 of 2 could not meet the others at 127.0.0.1:" + std::to_string(port) +
+                         " within 2 s"),
+            std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace trainer
