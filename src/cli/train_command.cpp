@@ -6,6 +6,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/dist/world.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
@@ -48,9 +49,32 @@ FitLimits fit_limits(const TrainArgs& args) {
   return limits;
 }
 
+// Data-parallel runs (torchrun's or SLURM's variables, or `--nproc-per-node`): this process's place in the world
+// and, for more than one process, the group it trains with; null for a single process.
+std::shared_ptr<Collectives> join_world(const Config& c) {
+  const World world = world_from_environment([](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  });
+  if (!world.distributed()) return nullptr;
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(c.run.dist_timeout_s * 1000));
+  return std::make_shared<Collectives>(world, timeout);
+}
+
+// Rank 0 writes the run folder and logs; the other ranks write nothing and print only warnings and errors.
+bool writes_run(const std::shared_ptr<Collectives>& group) { return !group || group->world().rank == 0; }
+
+RunLogs rank_logs(const fs::path& run_dir, bool writer) {
+  RunLogs logs = make_run_logs(writer ? run_dir : fs::path());
+  if (!writer)
+    for (auto* l : {logs.main.get(), logs.file.get()}) l->set_level(spdlog::level::warn);
+  return logs;
+}
+
 // The last lines of a run; the exit code: 0, or 128 + the signal that stopped it (130 SIGINT, 143 SIGTERM).
 int finish(const Session& s, const FitResult& r) {
   const std::string resume = "trainer --resume " + (s.run_dir / "last.pt").string();
+  if (s.run_dir.empty()) return r.interrupted_by ? 128 + r.interrupted_by : 0;  // a rank other than 0
   if (r.interrupted_by) {
     s.logs.main->warn("stopped by {} after step {} (epoch {}, batch {}); continue with: {}",
                       signal_name(r.interrupted_by), r.state.step, r.state.epoch + 1, r.state.batch_in_epoch, resume);
@@ -69,11 +93,13 @@ int finish(const Session& s, const FitResult& r) {
 
 int train_new(const TrainArgs& args) {
   const Config config = load_config(args.config, args.overrides);
-  const fs::path run_dir = prepare_new_run_dir(config, args.output_dir);
-  Session s = make_session(config, run_dir, make_run_logs(run_dir), nullptr);
+  auto group = join_world(config);
+  const bool writer = writes_run(group);
+  const fs::path run_dir = writer ? prepare_new_run_dir(config, args.output_dir) : fs::path();
+  Session s = make_session(config, run_dir, rank_logs(run_dir, writer), nullptr, group);
   // Only now does the folder count as a run: a start that failed (bad data, weights that do not fit)
   // can be fixed and rerun into the same folder.
-  write_resolved_config(run_dir, config);
+  if (writer) write_resolved_config(run_dir, config);
   s.logs.main->info("run folder {} (config {})", run_dir.string(), args.config);
   return finish(s, fit(s, fit_limits(args)));
 }
@@ -81,17 +107,22 @@ int train_new(const TrainArgs& args) {
 int train_resume(const TrainArgs& args) {
   const LoadedCheckpoint checkpoint(args.resume);
   const CheckpointConfig resolved = config_for_checkpoint(checkpoint, args.config, args.overrides);
-  const fs::path run_dir = args.output_dir.empty() ? fs::absolute(checkpoint.path()).parent_path() : fs::path(args.output_dir);
-  fs::create_directories(run_dir);
-  RunLogs logs = make_run_logs(run_dir);
+  auto group = join_world(resolved.config);
+  const bool writer = writes_run(group);
+  fs::path run_dir;
+  if (writer) {
+    run_dir = args.output_dir.empty() ? fs::absolute(checkpoint.path()).parent_path() : fs::path(args.output_dir);
+    fs::create_directories(run_dir);
+  }
+  RunLogs logs = rank_logs(run_dir, writer);
   for (const auto& change : resolved.changes) logs.main->info("resume: config change {} (allowed)", change.describe());
   if (checkpoint.meta().epoch >= resolved.config.train.epochs) {
     logs.main->info("{} already completed {} of {} epoch(s); nothing to do (raise it with --set train.epochs=N)",
                     checkpoint.path().string(), checkpoint.meta().epoch, resolved.config.train.epochs);
     return 0;
   }
-  write_resolved_config(run_dir, resolved.config);
-  Session s = make_session(resolved.config, run_dir, std::move(logs), &checkpoint);
+  if (writer) write_resolved_config(run_dir, resolved.config);
+  Session s = make_session(resolved.config, run_dir, std::move(logs), &checkpoint, group);
   return finish(s, fit(s, fit_limits(args)));
 }
 
@@ -140,6 +171,8 @@ int run_train(const TrainArgs& args) {
   if (args.smoke && !args.resume.empty()) throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
   if (args.smoke) {
     if (args.config.empty()) throw UsageError("--smoke needs --config FILE");
+    if (std::getenv("WORLD_SIZE") && std::string(std::getenv("WORLD_SIZE")) != "1")
+      throw UsageError("--smoke runs in one process; start it without a launcher");
     return train_smoke(args);
   }
   if (!args.resume.empty()) return train_resume(args);

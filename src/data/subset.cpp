@@ -5,11 +5,8 @@ namespace {
 
 class SubsetSource final : public ImageSource {
  public:
-  SubsetSource(std::shared_ptr<const ImageSource> base, size_t count) : base_(std::move(base)) {
-    const size_t n = base_->size();
-    indices_.reserve(count);
-    for (size_t i = 0; i < count; ++i) indices_.push_back(i * n / count);
-  }
+  SubsetSource(std::shared_ptr<const ImageSource> base, std::vector<size_t> indices, std::string what)
+      : base_(std::move(base)), indices_(std::move(indices)), what_(std::move(what)) {}
   size_t size() const override { return indices_.size(); }
   int64_t label(size_t i) const override { return base_->label(indices_.at(i)); }
   void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override {
@@ -19,12 +16,13 @@ class SubsetSource final : public ImageSource {
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(indices_.at(i)); }
   std::string describe() const override {
-    return base_->describe() + ", subset of " + std::to_string(indices_.size());
+    return base_->describe() + ", " + what_;
   }
 
  private:
   std::shared_ptr<const ImageSource> base_;
   std::vector<size_t> indices_;
+  std::string what_;
 };
 
 class RenamedSource final : public ImageSource {
@@ -50,7 +48,20 @@ class RenamedSource final : public ImageSource {
 
 std::shared_ptr<const ImageSource> make_subset(std::shared_ptr<const ImageSource> base, size_t count) {
   if (count == 0 || count >= base->size()) return base;
-  return std::make_shared<SubsetSource>(std::move(base), count);
+  const size_t n = base->size();
+  std::vector<size_t> indices;
+  indices.reserve(count);
+  for (size_t i = 0; i < count; ++i) indices.push_back(i * n / count);
+  return std::make_shared<SubsetSource>(std::move(base), std::move(indices), "subset of " + std::to_string(count));
+}
+
+std::shared_ptr<const ImageSource> make_shard(std::shared_ptr<const ImageSource> base, size_t rank, size_t world) {
+  if (world == 1) return base;
+  const size_t n = base->size(), first = rank * n / world, end = (rank + 1) * n / world;
+  std::vector<size_t> indices(end - first);
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = first + i;
+  return std::make_shared<SubsetSource>(std::move(base), std::move(indices),
+                                        "shard " + std::to_string(rank) + " of " + std::to_string(world));
 }
 
 std::shared_ptr<const ImageSource> with_class_names(std::shared_ptr<const ImageSource> base,

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "trainer/util/error.hpp"
+#include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
 
@@ -57,6 +58,7 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) 
   options.numWorkers = static_cast<std::size_t>(world.size);
   options.waitWorkers = true;
   options.timeout = timeout;
+  compat::use_classic_tcp_store(options);
   const std::string where = world.master_addr + ":" + std::to_string(world.port);
   auto not_met = [&](const std::string& message) {
     return TrainError("distributed: rank " + std::to_string(world.rank) + " of " + std::to_string(world.size) +

@@ -5,6 +5,7 @@
 
 #include "trainer/data/device_stager.hpp"
 #include "trainer/data/loaders.hpp"
+#include "trainer/data/subset.hpp"
 #include "trainer/engine/train_step.hpp"
 #include "trainer/util/clock.hpp"
 
@@ -30,6 +31,10 @@ EvalOptions eval_options(const Config& c, const torch::Device& device, bool chan
 
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
   const auto start = Clock::now();
+  if (options.group) {
+    const World& w = options.group->world();
+    data = make_shard(std::move(data), static_cast<size_t>(w.rank), static_cast<size_t>(w.size));
+  }
   torch::NoGradGuard no_grad;
   model.eval();
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
@@ -72,6 +77,13 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
     result.read += y.size(0);
     return true;
   });
+  if (options.group) {  // exact figures of the whole split: every count and sum is added up over the shards
+    auto read = torch::tensor(result.read, torch::kInt64);
+    std::vector<torch::Tensor> sums{counted, correct1, correct5, loss_sum, read};
+    if (options.confusion) sums.push_back(confusion);
+    options.group->all_reduce_sum(sums);
+    result.read = read.item<int64_t>();
+  }
   result.count = counted.item<int64_t>();
   result.dropped = result.read - result.count;
   result.correct1 = correct1.item<int64_t>();

@@ -24,8 +24,9 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   run.start_batch = epoch == s.state.epoch ? s.state.batch_in_epoch : 0;
   s.state.batch_in_epoch = run.start_batch;
   auto loader = make_train_loader(s.train_data, c.data, s.drop_last, static_cast<uint64_t>(c.run.seed), epoch,
-                                  static_cast<size_t>(run.start_batch), s.device.is_cuda(), s.train_bad);
-  TrainMeter meter(s.device, s.state.step + 1);
+                                  static_cast<size_t>(run.start_batch), s.device.is_cuda(), s.train_bad,
+                                  static_cast<size_t>(s.world.rank), static_cast<size_t>(s.world.size));
+  TrainMeter meter(s.device, s.state.step + 1, s.group.get());
   r.lr = r.lr_now();
   int64_t micro = 0;
   compat::GeneratorStates step_start;  // the generators before the step's first micro-batch
@@ -37,8 +38,9 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
       set_learning_rate(*s.optimizer, r.lr = r.lr_now());
       if (r.checkpoints.enabled()) step_start = compat::GeneratorStates::capture();
     }
+    const bool last = micro + 1 == c.train.accumulate_steps || s.state.batch_in_epoch + 1 == r.plan.batches_per_epoch;
     try {
-      meter.add_micro_batch(train_micro_batch(s, batch, micro), waited, seconds_since(compute_start));
+      meter.add_micro_batch(train_micro_batch(s, batch, micro, last), waited, seconds_since(compute_start));
     } catch (const c10::Error& e) {
       throw failed_step(r, epoch, micro, step_start, e);
     }

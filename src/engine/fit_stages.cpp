@@ -58,7 +58,9 @@ double metric_value(BestMetric metric, const EvalResult& raw, const std::optiona
 // Evaluates `model` on the eval split: a log line and an "eval" or "eval_ema" row.
 EvalResult evaluate_weights(FitRun& r, Classifier& model, bool ema) {
   Session& s = r.s;
-  const EvalResult e = evaluate(model, s.eval_data, eval_options(s.config, s.device, s.layout.channels_last, s.eval_bad));
+  EvalOptions options = eval_options(s.config, s.device, s.layout.channels_last, s.eval_bad);
+  options.group = s.group.get();
+  const EvalResult e = evaluate(model, s.eval_data, options);
   if (e.dropped)
     r.log.warn("eval epoch {}: {} unreadable image(s) left out; the figures cover the other {}", s.state.epoch,
                e.dropped, e.count);
@@ -93,8 +95,14 @@ double FitRun::lr_now() const { return lr_at(s.config.schedule, plan.base_lr, s.
 void log_start(FitRun& r) {
   const Config& c = r.s.config;
   const int64_t accumulate = c.train.accumulate_steps;
-  r.log.info("training {} epochs x {} steps (batch {}{}, {} loader workers), lr {}{} ({} warmup steps), {}",
-             c.train.epochs, r.plan.steps_per_epoch, c.data.batch_size,
+  // Data-parallel: data.batch_size is the global batch, split across the ranks.
+  const int64_t ranks = r.s.world.size, low = c.data.batch_size / ranks;
+  const std::string shares =
+      ranks == 1 ? std::string()
+                 : fmt::format(" = {}{} per process x {} processes", low,
+                               c.data.batch_size % ranks ? "-" + std::to_string(low + 1) : std::string(), ranks);
+  r.log.info("training {} epochs x {} steps (batch {}{}{}, {} loader workers), lr {}{} ({} warmup steps), {}",
+             c.train.epochs, r.plan.steps_per_epoch, c.data.batch_size, shares,
              accumulate > 1 ? " x " + std::to_string(accumulate) + " accumulated" : std::string(), c.data.workers,
              r.plan.base_lr,
              c.optim.lr_per_256 > 0 ? " (optim.lr_per_256 " + format_number(c.optim.lr_per_256) + " x " +
@@ -153,10 +161,27 @@ void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch) {
                                s.scaler.enabled() ? std::optional<double>(s.scaler.scale_value()) : std::nullopt));
 }
 
+namespace {
+
+// The signal that stops the run after this step. Data-parallel: SLURM signals every rank, Ctrl-C under a
+// launcher may reach one; the ranks agree after every step, so all stop after the same one (a rank that got no
+// signal itself takes the others').
+int agreed_stop(const FitRun& r) {
+  const int own = r.stop.pending();
+  if (!r.s.group) return own;
+  auto votes = torch::tensor({own != 0 ? 1 : 0, own}, torch::kInt64);
+  r.s.group->all_reduce_sum({votes});
+  const int64_t ranks = votes[0].item<int64_t>();
+  if (ranks == 0) return 0;
+  return own != 0 ? own : static_cast<int>(votes[1].item<int64_t>() / ranks);
+}
+
+}  // namespace
+
 std::optional<int> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done) {
   const Session& s = r.s;
   const Config& c = s.config;
-  const int sig = r.stop.pending();
+  const int sig = agreed_stop(r);
   const bool stop_at_step = r.limits.step && s.state.step >= *r.limits.step;
   const bool step_checkpoint = c.train.checkpoint_every_steps > 0 && s.state.step % c.train.checkpoint_every_steps == 0;
   if ((sig || stop_at_step || (step_checkpoint && !epoch_done)) && r.checkpoints.enabled()) {
@@ -205,6 +230,7 @@ bool evaluate_and_rank(FitRun& r, FitResult& result) {
   Session& s = r.s;
   const TrainConfig& t = s.config.train;
   if (s.state.epoch % t.eval_every != 0 && s.state.epoch != t.epochs) return false;
+  sync_buffers(s);  // data-parallel: every shard is evaluated with rank 0's BatchNorm statistics
   result.last_eval = evaluate_weights(r, *s.model, /*ema=*/false);
   if (s.ema) result.last_ema_eval = evaluate_weights(r, s.ema->model(), /*ema=*/true);
   s.model->train();

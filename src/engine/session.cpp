@@ -49,14 +49,62 @@ void apply_threads(const RunConfig& run) {
   torch::set_num_threads(threads);
 }
 
-Session make_session(Config config, fs::path run_dir, RunLogs logs, const LoadedCheckpoint* resume) {
+namespace {
+
+// Every rank must run rank 0's config: a hash of the resolved config is compared, and all ranks stop together.
+void check_same_config(const Session& s) {
+  const std::string text = config_to_json(s.config).dump();
+  const auto mine = static_cast<int64_t>(std::hash<std::string>{}(text));
+  auto rank0 = torch::tensor(mine, torch::kInt64);
+  s.group->broadcast({rank0}, 0);
+  auto differing = torch::tensor(rank0.item<int64_t>() == mine ? 0 : 1, torch::kInt64);
+  s.group->all_reduce_sum({differing});
+  if (const int64_t n = differing.item<int64_t>())
+    throw ConfigError(std::to_string(n) + " of " + std::to_string(s.world.size) +
+                      " ranks were started with a config other than rank 0's (same file, --set overrides and "
+                      "checkpoint needed on every rank)");
+}
+
+// Data-parallel on CUDA: rank LOCAL_RANK of a machine takes cuda:LOCAL_RANK.
+torch::Device rank_device(const torch::Device& selected, const World& w) {
+  if (!selected.is_cuda() || !w.distributed()) return selected;
+  const auto devices = static_cast<int64_t>(torch::cuda::device_count());
+  if (w.local_size > devices)
+    throw UsageError("data-parallel: " + std::to_string(w.local_size) + " processes on this machine but " +
+                     std::to_string(devices) + " CUDA device(s); start at most one process per GPU");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(w.local_rank));
+}
+
+std::vector<torch::Tensor> detached(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> out;
+  for (const auto& t : tensors) out.push_back(t.detach());
+  return out;
+}
+
+}  // namespace
+
+void sync_buffers(Session& s) {
+  if (!s.group) return;
+  s.group->broadcast(detached(s.model->buffers()), 0);
+  if (s.ema) s.group->broadcast(detached(s.ema->model().buffers()), 0);
+}
+
+void sum_over_ranks(const Session& s, const std::vector<torch::Tensor>& values) {
+  if (s.group) s.group->all_reduce_sum(values);
+}
+
+Session make_session(Config config, fs::path run_dir, RunLogs logs, const LoadedCheckpoint* resume,
+                     std::shared_ptr<Collectives> group) {
   Session s;
   s.config = std::move(config);
   s.run_dir = std::move(run_dir);
   s.logs = std::move(logs);
+  s.group = std::move(group);
+  if (s.group) s.world = s.group->world();
   const Config& c = s.config;
+  if (s.group) check_same_config(s);
   check_model_arch(c.model);
-  s.device = select_device(c.run.device);
+  s.device = rank_device(select_device(c.run.device), s.world);
   apply_threads(c.run);
   apply_backend_settings(c.run);
 
@@ -84,7 +132,8 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
                                               c.model.init_exclude, c.model.init_from);
     s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
   }
-  const LastBatch last_batch = last_batch_rule(s.train_data->size(), c.data, 1, has_batch_norm(*s.model));
+  const LastBatch last_batch =
+      last_batch_rule(s.train_data->size(), c.data, s.world.size, has_batch_norm(*s.model));
   s.drop_last = last_batch.drop;
   if (!last_batch.note.empty()) s.logs.main->info("{}", last_batch.note);
   s.layout = place_in_checked_layout(*s.model, c.model, train_shape, s.device,
@@ -120,6 +169,17 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
     s.logs.main->info("resumed from {}: {} epoch(s){}, {} step(s) done", resume->path().string(), s.state.epoch,
                       m.batch_in_epoch ? " and " + std::to_string(m.batch_in_epoch) + " batch(es)" : "",
                       s.state.step);
+  }
+  if (s.group) {
+    // One starting point: rank 0's weights (fresh, init_from or resumed) and EMA; then gradients are averaged.
+    s.group->broadcast(detached(s.model->parameters()), 0);
+    if (s.ema) s.group->broadcast(detached(s.ema->model().parameters()), 0);
+    sync_buffers(s);
+    s.reducer = std::make_unique<GradReducer>(s.model->parameters(), *s.group,
+                                              static_cast<int64_t>(c.run.dist_bucket_mb * 1024 * 1024));
+    s.logs.main->info("data-parallel: rank {} of {} ({} launcher), {} gradient buckets, {:.1f} MiB all-reduced per step",
+                      s.world.rank, s.world.size, s.world.launcher, s.reducer->buckets(),
+                      static_cast<double>(s.reducer->bytes_per_step()) / (1024.0 * 1024.0));
   }
   if (!s.run_dir.empty())
     s.metrics = std::make_unique<MetricsSink>(s.run_dir, resume ? std::optional<int64_t>(s.state.step) : std::nullopt,

@@ -22,13 +22,21 @@ void TrainMeter::Totals::absorb(const Totals& other) {
   skipped += other.skipped;
 }
 
-TrainFigures TrainMeter::Totals::read() const {
+TrainFigures TrainMeter::Totals::read(Collectives* group) const {
   TrainFigures f;
   f.first_step = first_step;
+  torch::Tensor loss = loss_sum, hits = correct;
   f.images = images;
-  const auto n = static_cast<double>(std::max<int64_t>(1, images));
-  f.loss = loss_sum.item<double>() / n;
-  f.top1 = static_cast<double>(correct.item<int64_t>()) / n;
+  if (group) {  // the sums of all ranks; this rank's own stay as they are
+    loss = loss_sum.clone();
+    hits = correct.clone();
+    auto counted = torch::tensor(images, torch::kInt64);
+    group->all_reduce_sum({loss, hits, counted});
+    f.images = counted.item<int64_t>();
+  }
+  const auto n = static_cast<double>(std::max<int64_t>(1, f.images));
+  f.loss = loss.item<double>() / n;
+  f.top1 = static_cast<double>(hits.item<int64_t>()) / n;
   f.seconds = seconds_since(start);
   f.data_wait = data_wait;
   f.compute = compute;
@@ -37,8 +45,8 @@ TrainFigures TrainMeter::Totals::read() const {
   return f;
 }
 
-TrainMeter::TrainMeter(const torch::Device& device, int64_t next_step)
-    : device_(device), step_(device, 0), interval_(device, next_step), epoch_(device, next_step) {}
+TrainMeter::TrainMeter(const torch::Device& device, int64_t next_step, Collectives* group)
+    : device_(device), group_(group), step_(device, 0), interval_(device, next_step), epoch_(device, next_step) {}
 
 void TrainMeter::add_micro_batch(const TrainedMicroBatch& micro, double waited_s, double compute_s) {
   const int64_t n = micro.labels.size(0);
@@ -63,7 +71,7 @@ void TrainMeter::end_step(const UpdateResult& update, double update_s) {
 }
 
 TrainFigures TrainMeter::close_interval(int64_t next_step) {
-  const TrainFigures f = interval_.read();
+  const TrainFigures f = interval_.read(group_);
   epoch_.absorb(interval_);
   interval_ = Totals(device_, next_step);
   return f;
@@ -72,11 +80,12 @@ TrainFigures TrainMeter::close_interval(int64_t next_step) {
 TrainFigures TrainMeter::close_epoch() {
   epoch_.absorb(interval_);  // the steps after the last log line
   interval_ = Totals(device_, 0);
-  return epoch_.read();
+  return epoch_.read(group_);
 }
 
 double TrainMeter::epoch_images_per_s() const {
-  return static_cast<double>(epoch_.images + interval_.images) / seconds_since(epoch_.start);
+  const double ranks = group_ ? static_cast<double>(group_->world().size) : 1.0;
+  return ranks * static_cast<double>(epoch_.images + interval_.images) / seconds_since(epoch_.start);
 }
 
 MetricsRow epoch_row(int64_t epoch, int64_t step, double lr, const TrainFigures& f) {

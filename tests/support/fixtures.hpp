@@ -2,6 +2,10 @@
 // pattern, and a runner for the trainer binary.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <array>
@@ -113,6 +117,28 @@ inline void write_mnist_dir(const fs::path& dir, size_t train, size_t test, uint
   write_bytes(dir / ("t10k-images-idx3-ubyte" + ext), idx_images(test_labels, 28, 28, classes, 2), gzip);
   write_bytes(dir / ("t10k-labels-idx1-ubyte" + ext), idx_labels(test_labels), gzip);
 }
+
+// A listening loopback socket on a port the kernel picked: it holds the port while it lives (a port in use),
+// and leaves a free one behind when it closes (a master port for a data-parallel test).
+struct LoopbackListener {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  LoopbackListener() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof(a);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, 1) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size) != 0)
+      throw std::runtime_error("no loopback port");
+    port = ntohs(a.sin_port);
+  }
+  ~LoopbackListener() { ::close(fd); }
+  LoopbackListener(const LoopbackListener&) = delete;
+  LoopbackListener& operator=(const LoopbackListener&) = delete;
+};
+
+inline int free_loopback_port() { return LoopbackListener().port; }
 
 struct CommandResult {
   int exit_code = -1;

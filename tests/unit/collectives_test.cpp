@@ -1,10 +1,6 @@
 // c10d through Collectives: two ranks as two threads of this process, meeting over loopback (Gloo, TCPStore).
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <thread>
 
@@ -17,23 +13,6 @@
 namespace trainer {
 namespace {
 
-// A listening loopback socket on a port the kernel picked; the port is free for others once it closes.
-struct Listener {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  int port = 0;
-  Listener() {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof(a);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd, 1) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size) != 0)
-      throw std::runtime_error("no loopback port");
-    port = ntohs(a.sin_port);
-  }
-  ~Listener() { close(fd); }
-};
-
 World loopback(int64_t rank, int64_t size, int port) {
   World w;
   w.rank = rank;
@@ -44,7 +23,7 @@ World loopback(int64_t rank, int64_t size, int port) {
 }
 
 TEST(Collectives, TwoRanksSumAndBroadcastOverLoopback) {
-  const int port = Listener().port;
+  const int port = testing::free_loopback_port();
   std::vector<torch::Tensor> sums(2), broadcasts(2);
   auto rank = [&](int64_t r) {
     Collectives group(loopback(r, 2, port), std::chrono::seconds(20));
@@ -81,7 +60,7 @@ TEST(GradReducer, TwoRanksAverageToTheFullBatchGradient) {
     torch::manual_seed(1);
     models.push_back(build_model(m, {12, 12, 1}));
   }
-  const int port = Listener().port;
+  const int port = testing::free_loopback_port();
   std::vector<int64_t> buckets(2);
   auto rank = [&](int64_t r) {
     Collectives group(loopback(r, 2, port), std::chrono::seconds(20));
@@ -109,7 +88,7 @@ TEST(GradReducer, TwoRanksAverageToTheFullBatchGradient) {
 }
 
 TEST(Collectives, APortInUseIsAUsageErrorNamingIt) {
-  Listener taken;
+  testing::LoopbackListener taken;
   const std::string message = testing::error_of<UsageError>(
       [&] { Collectives group(loopback(0, 2, taken.port), std::chrono::seconds(5)); });
   EXPECT_NE(message.find("usage: distributed: rank 0 cannot listen on 127.0.0.1:" + std::to_string(taken.port)),
@@ -117,7 +96,7 @@ TEST(Collectives, APortInUseIsAUsageErrorNamingIt) {
 }
 
 TEST(Collectives, ARankThatNeverComesEndsTheWaitWithAnError) {
-  const int port = Listener().port;
+  const int port = testing::free_loopback_port();
   const std::string message = testing::error_of<TrainError>(
       [&] { Collectives group(loopback(0, 2, port), std::chrono::seconds(2)); });
   EXPECT_NE(message.find("train: distributed: rank 0 of 2 could not meet the others at 127.0.0.1:" + std::to_string(port) +

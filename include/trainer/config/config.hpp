@@ -22,6 +22,8 @@ struct RunConfig {
   bool cudnn_benchmark = true;      // CUDA: autotune convolution algorithms (training images have one size)
   bool tf32 = true;                 // CUDA, Ampere and newer: TF32 tensor cores for float32 convs and matmuls
   bool deterministic = false;       // deterministic algorithms only, for bit-exact GPU reruns and resumes
+  double dist_timeout_s = 1800;     // data-parallel: the longest wait for the other ranks (PyTorch's default)
+  double dist_bucket_mb = 25;       // data-parallel: gradient bucket size (DDP's default)
 
   template <class V>
   void visit(V& v) {
@@ -41,6 +43,12 @@ struct RunConfig {
     v.field("deterministic", deterministic,
             "deterministic algorithms only (cuDNN and LibTorch), so a rerun or resume on a GPU repeats bit for "
             "bit; slower, and an operation without a deterministic kernel stops the run");
+    v.field("dist_timeout_s", dist_timeout_s,
+            "data-parallel runs: seconds a rank waits for the others (rendezvous, all-reduce) before the run stops "
+            "with an error naming the operation", Range::greater_than(0));
+    v.field("dist_bucket_mb", dist_bucket_mb,
+            "data-parallel runs: MiB of gradients per all-reduce bucket; each bucket is reduced as soon as backward "
+            "has produced it", Range::greater_than(0));
   }
 };
 

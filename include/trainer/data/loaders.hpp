@@ -24,10 +24,12 @@ std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, 
 size_t train_batches_per_epoch(size_t images, const DataConfig& data, bool drop_last);
 
 // The training loader for epoch `epoch`, from batch `start_batch` on (a resumed epoch): order and augmentation
-// are functions of (seed, epoch, index); an unreadable image is recorded in `bad` and replaced.
+// are functions of (seed, epoch, index); an unreadable image is recorded in `bad` and replaced. Data-parallel
+// rank `rank` of `world` reads its share of every global batch.
 std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> source, const DataConfig& data,
                                           bool drop_last, uint64_t seed, int64_t epoch, size_t start_batch,
-                                          bool pin_memory, std::shared_ptr<BadSamples> bad);
+                                          bool pin_memory, std::shared_ptr<BadSamples> bad, size_t rank = 0,
+                                          size_t world = 1);
 
 // The eval loader: every image once, in order; an unreadable image is recorded in `bad` and left out of the
 // figures (kDroppedLabel), or throws without `bad`.

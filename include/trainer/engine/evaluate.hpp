@@ -13,6 +13,7 @@
 #include "trainer/data/batch_dataset.hpp"
 #include "trainer/data/image_source.hpp"
 #include "trainer/data/model_input.hpp"
+#include "trainer/dist/collectives.hpp"
 #include "trainer/models/classifier.hpp"
 
 namespace trainer {
@@ -27,6 +28,7 @@ struct EvalOptions {
   size_t prefetch = 4;
   std::shared_ptr<BadSamples> bad;  // null: an unreadable image is an error
   bool confusion = false;           // fill EvalResult::confusion
+  Collectives* group = nullptr;     // data-parallel: each rank evaluates its shard; the figures are the sums
   // Called after each batch with the index of its first sample (samples are in order), the top-k classes
   // and softmax probabilities (int64 and float [B, k], on the CPU) and the labels (kDroppedLabel: unreadable).
   std::function<void(size_t first, const torch::Tensor& classes, const torch::Tensor& probs,

@@ -16,11 +16,13 @@ struct TrainedMicroBatch {
   torch::Tensor labels;  // the hard labels on the model's device
 };
 
-// Micro-batch `micro` (0-based) of optimizer step session.state.step + 1.
-TrainedMicroBatch train_micro_batch(Session& session, const ImageBatch& batch, int64_t micro);
+// Micro-batch `micro` (0-based) of optimizer step session.state.step + 1, batch session.state.batch_in_epoch of
+// its epoch. Data-parallel: `last` (the step's last micro-batch) makes its backward pass all-reduce the
+// gradients, and a rank's share of the global batch weighs its loss by its size.
+TrainedMicroBatch train_micro_batch(Session& session, const ImageBatch& batch, int64_t micro, bool last = true);
 
-// apply_update(), then the step is counted (session.state.step) and, unless the loss scaler skipped it, the
-// weight EMA follows.
+// Data-parallel: the averaged gradients are waited for; then apply_update(), the step is counted
+// (session.state.step) and, unless the loss scaler skipped it, the weight EMA follows.
 UpdateResult take_optimizer_step(Session& session);
 
 }  // namespace trainer

@@ -14,6 +14,8 @@
 #include "trainer/data/bad_samples.hpp"
 #include "trainer/data/image_source.hpp"
 #include "trainer/data/model_input.hpp"
+#include "trainer/dist/collectives.hpp"
+#include "trainer/dist/grad_reducer.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/train_step.hpp"
 #include "trainer/engine/weight_ema.hpp"
@@ -35,7 +37,9 @@ RunLogs make_run_logs(const std::filesystem::path& run_dir);
 
 struct Session {
   Config config;
-  std::filesystem::path run_dir;
+  std::filesystem::path run_dir;       // empty: nothing is written (a benchmark, or a rank other than 0)
+  std::shared_ptr<Collectives> group;  // data-parallel runs: the ranks' collectives; null in a single process
+  World world;                         // this process's rank (one process: rank 0 of 1)
   torch::Device device{torch::kCPU};
   RunLogs logs;
   std::shared_ptr<const ImageSource> train_data;
@@ -46,6 +50,7 @@ struct Session {
   ClassifierPtr model;
   KernelLayout layout;           // model.channels_last resolved and self-checked for this device
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<GradReducer> reducer;  // data-parallel runs: averages the gradients over the ranks
   Normalization norm;            // data.mean / data.std on the model's device
   StepOptions step;              // precision, accumulation, clipping
   LossScaler scaler;             // enabled for float16 autocast
@@ -57,7 +62,18 @@ struct Session {
 // Sets threads and seeds, loads the data and builds model, optimizer, loss scaler and EMA. A new run takes
 // model.init_from's weights (minus model.init_exclude) when set. With `resume`, restores weights, optimizer
 // state, scaler, EMA, RNG and progress (also mid-epoch) from it and keeps the metrics rows up to its step.
-Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs, const LoadedCheckpoint* resume);
+// With `group` (data-parallel), every rank checks that it has rank 0's config, takes cuda:LOCAL_RANK on CUDA,
+// and starts from rank 0's weights; gradients are then averaged by a GradReducer.
+Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs, const LoadedCheckpoint* resume,
+                     std::shared_ptr<Collectives> group = nullptr);
+
+// Data-parallel runs: every rank takes rank 0's BatchNorm statistics (model and EMA), as DDP's buffer broadcast
+// does, so evaluation shards see one model. A no-op in a single process.
+void sync_buffers(Session& session);
+
+// Data-parallel runs: the sums of `values` over the ranks (in place), e.g. counts and loss sums; a no-op in a
+// single process.
+void sum_over_ranks(const Session& session, const std::vector<torch::Tensor>& values);
 
 // Applies run.threads (0: all cores) to LibTorch's intra-op pool.
 void apply_threads(const RunConfig& run);

@@ -10,6 +10,7 @@
 
 #include <torch/types.h>
 
+#include "trainer/dist/collectives.hpp"
 #include "trainer/engine/run_step.hpp"
 #include "trainer/io/metrics_sink.hpp"
 #include "trainer/util/clock.hpp"
@@ -34,8 +35,9 @@ struct TrainFigures {
 
 class TrainMeter {
  public:
-  // `next_step`: the first optimizer step the meter sees (1-based).
-  TrainMeter(const torch::Device& device, int64_t next_step);
+  // `next_step`: the first optimizer step the meter sees (1-based). With `group` (data-parallel), closed
+  // intervals and epochs report the losses, hits and images of all ranks; every rank must close them together.
+  TrainMeter(const torch::Device& device, int64_t next_step, Collectives* group = nullptr);
 
   void add_micro_batch(const TrainedMicroBatch& micro, double waited_s, double compute_s);
   // The optimizer step of the micro-batches added so far was taken (or skipped) in `update_s` seconds.
@@ -46,7 +48,7 @@ class TrainMeter {
   TrainFigures close_interval(int64_t next_step);
   // The whole epoch's figures, the open interval included.
   TrainFigures close_epoch();
-  // Images of the epoch so far per second, for the progress line.
+  // Images of the epoch so far per second (all ranks, estimated from this one's), for the progress line.
   double epoch_images_per_s() const;
 
  private:
@@ -62,10 +64,11 @@ class TrainMeter {
 
     Totals(const torch::Device& device, int64_t first);
     void absorb(const Totals& other);
-    TrainFigures read() const;
+    TrainFigures read(Collectives* group) const;
   };
 
   torch::Device device_;
+  Collectives* group_;
   Totals step_, interval_, epoch_;
 };
 

@@ -43,8 +43,10 @@ struct MicroResult {
                          // waits for the device, so callers accumulate instead
 };
 
+// `loss_weight` multiplies the loss before backward: a data-parallel rank whose share of the global batch is not
+// the average one weighs its mean loss so that the averaged gradient is the global batch's.
 MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const StepOptions& options,
-                             const LossScaler& scaler);
+                             const LossScaler& scaler, double loss_weight = 1.0);
 
 struct UpdateResult {
   bool skipped = false;                 // the loss scaler found inf/NaN gradients: no update was made

@@ -124,4 +124,16 @@ class AutocastGuard {
   at::ScalarType previous_dtype_ = at::kFloat;
 };
 
+// c10d's TCPStore options (a template, so this header needs no c10d include). LibTorch 2.4 and later serve the
+// store through libuv by default, but builds without libuv (Debian's 2.6) then fail to start it; the classic
+// server exists in every version, so it is taken everywhere.
+template <class TcpStoreOptions>
+void use_classic_tcp_store(TcpStoreOptions& options) {
+#if TRAINER_TORCH_AT_LEAST(2, 1)  // the option exists since 2.1
+  options.useLibUV = false;
+#else
+  (void)options;
+#endif
+}
+
 }  // namespace trainer::compat
