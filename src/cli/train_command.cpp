@@ -3,6 +3,7 @@
 
 
 #include "trainer/cli/checkpoint_config.hpp"
+#include "trainer/cli/launcher.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
@@ -169,6 +170,13 @@ int run_train(const TrainArgs& args) {
   if (args.stop_after_epoch < 0) throw UsageError("--stop-after-epoch expects an epoch number >= 1");
   if (args.stop_after_step < 0) throw UsageError("--stop-after-step expects a step number >= 1");
   if (args.smoke && !args.resume.empty()) throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
+  if (args.nproc_per_node < 0) throw UsageError("--nproc-per-node expects a number of processes >= 1");
+  if (args.nproc_per_node > 1) {
+    if (std::getenv("WORLD_SIZE"))
+      throw UsageError("--nproc-per-node starts its own processes; it cannot run under torchrun or another launcher");
+    if (args.smoke) throw UsageError("--smoke runs in one process; it cannot be combined with --nproc-per-node");
+    return launch_local_ranks(static_cast<int>(args.nproc_per_node), command_line_without_launcher_option());
+  }
   if (args.smoke) {
     if (args.config.empty()) throw UsageError("--smoke needs --config FILE");
     if (std::getenv("WORLD_SIZE") && std::string(std::getenv("WORLD_SIZE")) != "1")
@@ -189,6 +197,8 @@ void add_train_command(CLI::App& app, Commands& commands) {
                  "save and stop after this epoch; --resume continues the same schedule (for time-limited jobs)");
   app.add_option("--stop-after-step", args->stop_after_step,
                  "save and stop after this optimizer step, also mid-epoch; --resume continues exactly there");
+  app.add_option("--nproc-per-node", args->nproc_per_node,
+                 "data-parallel: start this many training processes on this machine (as torchrun does)");
   app.add_flag("--smoke", args->smoke, "train a few batches for 2 epochs with a save, a resume and an eval");
   commands.push_back({&app, [args] { return run_train(*args); }});
 }

@@ -33,7 +33,7 @@ struct Collectives::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
 
   // A timeout or a peer that went away, as the error that ends the run.
-  TrainError failure(const char* operation, const c10::Error& e) const {
+  TrainError failure(const char* operation, const std::exception& e) const {
     return TrainError(std::string("distributed ") + operation + " failed on rank " + std::to_string(world.rank) +
                       " of " + std::to_string(world.size) + " (timeout " + std::to_string(timeout.count() / 1000) +
                       " s): " + first_line(e));
@@ -43,7 +43,7 @@ struct Collectives::Impl {
   void run(const char* operation, const std::function<c10::intrusive_ptr<c10d::Work>()>& start) const {
     try {
       start()->wait(timeout);
-    } catch (const c10::Error& e) {
+    } catch (const std::exception& e) {  // c10::Error, or Gloo's own (a peer that closed its connection)
       throw failure(operation, e);
     }
   }
@@ -103,7 +103,7 @@ std::function<void()> Collectives::start_all_reduce_sum(const torch::Tensor& ten
   c10::intrusive_ptr<c10d::Work> work;
   try {
     work = impl_->group->allreduce(*kept);
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     throw impl_->failure("all-reduce", e);
   }
   const Impl* impl = impl_.get();

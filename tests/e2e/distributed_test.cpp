@@ -60,5 +60,61 @@ TEST(Distributed, TwoRanksTrainLikeOneProcessWithTheGlobalBatch) {
   EXPECT_EQ(LoadedCheckpoint(dir / "two" / "last.pt").meta().step, LoadedCheckpoint(dir / "one" / "last.pt").meta().step);
 }
 
+// Runs `trainer ARGS` in the background under bash, waits until `log` shows `marker`, then runs `then` (with the
+// trainer's pid in $p) and reports "exit CODE" of the trainer.
+CommandResult run_until(const std::string& args, const fs::path& log, const std::string& marker,
+                        const std::string& then) {
+  return run_command("bash -c '" + std::string(TRAINER_BIN) + " " + args + " > " + log.string() +
+                     " 2>&1 & p=$!; for i in $(seq 600); do grep -q \"" + marker + "\" " + log.string() +
+                     " && break; sleep 0.1; done; " + then + "; wait $p; echo exit $?; cat " + log.string() + "'");
+}
+
+// The built-in launcher: SIGTERM mid-epoch stops both ranks after the same step, rank 0 saves, exit 143; the
+// resumed 2-rank run ends bit-identical to a straight one, and the checkpoint also resumes on 1 process.
+TEST(Distributed, LauncherStopsAllRanksOnSigtermAndTheRunResumesExactly) {
+  TempDir dir;
+  write_mnist_dir(dir / "data", 256, 64);
+  auto c = small_run_config(dir / "data");
+  c.merge_patch({{"run", {{"threads", 1}}}, {"data", {{"workers", 1}, {"batch_size", 16}}},
+                 {"train", {{"epochs", 3}, {"log_every", 1}}}});
+  write_text(dir / "c.json", c.dump());
+  const std::string config = "--config " + (dir / "c.json").string();
+  const auto straight = trainer_cli(config + " --nproc-per-node 2 -o " + (dir / "straight").string());
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  EXPECT_NE(straight.output.find("data-parallel: rank 0 of 2 (torchrun launcher)"), std::string::npos);
+
+  const auto stopped = run_until(config + " --nproc-per-node 2 -o " + (dir / "stopped").string(),
+                                 dir / "stopped.log", "epoch 1 step 3/", "kill -TERM $p");
+  ASSERT_NE(stopped.output.find("exit 143"), std::string::npos) << stopped.output;
+  ASSERT_NE(stopped.output.find("stopped by SIGTERM after step"), std::string::npos) << stopped.output;
+  const int64_t step = LoadedCheckpoint(dir / "stopped" / "last.pt").meta().step;
+  EXPECT_GT(step, 2);
+  EXPECT_LT(step, 48);
+
+  fs::copy(dir / "stopped", dir / "one_rank", fs::copy_options::recursive);
+  const auto resumed = trainer_cli("--resume " + (dir / "stopped" / "last.pt").string() + " --nproc-per-node 2");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto a = weights(dir / "straight" / "last.pt"), b = weights(dir / "stopped" / "last.pt");
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+
+  const auto single = trainer_cli("--resume " + (dir / "one_rank" / "last.pt").string());
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  EXPECT_EQ(LoadedCheckpoint(dir / "one_rank" / "last.pt").meta().step, 48);
+}
+
+// kill -9 of one rank: the launcher stops the other and exits 1 naming the rank, well within the timeout.
+TEST(Distributed, ARankKilledEndsTheLaunchNamingIt) {
+  TempDir dir;
+  write_mnist_dir(dir / "data", 256, 64);
+  auto c = small_run_config(dir / "data");
+  c.merge_patch({{"run", {{"threads", 1}, {"dist_timeout_s", 60}}}, {"data", {{"workers", 1}, {"batch_size", 16}}},
+                 {"train", {{"epochs", 50}, {"log_every", 1}}}});
+  write_text(dir / "c.json", c.dump());
+  const auto r = run_until("--config " + (dir / "c.json").string() + " --nproc-per-node 2 -o " + (dir / "run").string(),
+                           dir / "run.log", "epoch 1 step 2/", "kill -KILL $(cut -d\" \" -f2 /proc/$p/task/$p/children)");
+  EXPECT_NE(r.output.find("exit 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error: train: rank 1 of 2 was killed by signal 9"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace trainer::testing
