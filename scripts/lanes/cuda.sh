@@ -8,6 +8,8 @@
 # work offline. The lane installs a stand-in package of that name instead and builds a stub libcudnn.so.9 from the
 # cuDNN symbols libtorch_cuda.so imports; every stub call returns CUDNN_STATUS_NOT_INITIALIZED and cudnnGetVersion
 # returns 0. Nothing calls cuDNN without a GPU, so the build links and runs; on a GPU machine use the real cuDNN.
+# Gloo's headers come from libgloo-cuda-dev: libgloo-dev conflicts with the CUDA LibTorch's Gloo and would
+# replace it with the CPU one.
 #   sudo scripts/lanes/cuda.sh           build and run every test
 #   sudo scripts/lanes/cuda.sh -R unit   extra arguments go to ctest
 set -euo pipefail
@@ -34,7 +36,7 @@ CONTROL
   lane_run "$root" "dpkg-deb --build /tmp/nvidia-cudnn-stand-in /tmp/nvidia-cudnn.deb >/dev/null && dpkg -i /tmp/nvidia-cudnn.deb >/dev/null"
 fi
 lane_install "$root" build-essential cmake ninja-build pkg-config libtorch-cuda-dev nvidia-cuda-toolkit libcuda1 \
-  libopenblas0-pthread libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-dev \
+  libopenblas0-pthread libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-cuda-dev \
   python3 python3-torch-cuda python3-torchvision
 
 # The stub cuDNN: one function per cuDNN symbol that libtorch_cuda imports.

@@ -1,5 +1,6 @@
 #include "trainer/dist/collectives.hpp"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -29,7 +30,7 @@ std::string first_line(const std::exception& e) {
 struct Collectives::Impl {
   World world;
   std::chrono::milliseconds timeout;
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
 
   // A timeout or a peer that went away, as the error that ends the run.
@@ -54,7 +55,7 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) 
   impl_->timeout = timeout;
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(world.port);
-  options.isServer = world.rank == 0;
+  options.isServer = world.rank == 0 && !world.agent_store;
   options.numWorkers = static_cast<std::size_t>(world.size);
   options.waitWorkers = true;
   options.timeout = timeout;
@@ -66,7 +67,14 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) 
                       " s: " + message);
   };
   try {
-    impl_->store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(world.master_addr, options);
+    // Under torchrun the agent's store is shared by every restart: keys go under the attempt's prefix, as
+    // torch.distributed's own ranks do.
+    if (world.agent_store)
+      impl_->store = c10::make_intrusive<c10d::PrefixStore>(
+          "/worker/attempt_" + std::to_string(world.restart_count), tcp);
+    else
+      impl_->store = tcp;
   } catch (const std::exception& e) {
     const std::string message = first_line(e);
     if (world.rank == 0 && (message.find("in use") != std::string::npos || message.find("bind") != std::string::npos))

@@ -66,6 +66,8 @@ World world_from_environment(const EnvironmentLookup& env) {
     w.local_size = integer(env, "LOCAL_WORLD_SIZE", 1, 1, w.size);
     w.local_rank = integer(env, "LOCAL_RANK", 0, 0, w.local_size - 1);
     w.master_addr = env("MASTER_ADDR").value_or("");
+    w.agent_store = env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
+    w.restart_count = integer(env, "TORCHELASTIC_RESTART_COUNT", 0, 0, kMaxWorld);
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     w.launcher = "slurm";
     w.size = integer(env, "SLURM_NTASKS", 1, 1, kMaxWorld);

@@ -12,17 +12,19 @@ namespace {
 
 // Starts `world` trainer processes with torchrun's variables and waits for all; the output holds each rank's
 // exit code ("rank R exit C") and its log.
-CommandResult run_ranks(int world, const std::string& args, const fs::path& logs) {
-  const int port = free_loopback_port();
-  std::string script;
+// `around` runs first in the same shell, and its process ($around) is killed at the end; `env` is set for each rank.
+CommandResult run_ranks(int world, const std::string& args, const fs::path& logs, int port = free_loopback_port(),
+                        const std::string& around = "", const std::string& env = "") {
+  std::string script = around.empty() ? "" : around + " > /dev/null 2>&1 & around=$!; ";
   for (int r = 0; r < world; ++r)
-    script += "RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) + " LOCAL_RANK=" +
+    script += env + " RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) + " LOCAL_RANK=" +
               std::to_string(r) + " LOCAL_WORLD_SIZE=" + std::to_string(world) +
               " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + TRAINER_BIN + " " + args + " > " +
               (logs / ("rank" + std::to_string(r) + ".log")).string() + " 2>&1 & p" + std::to_string(r) + "=$!; ";
   for (int r = 0; r < world; ++r)
     script += "wait $p" + std::to_string(r) + "; echo rank " + std::to_string(r) + " exit $?; cat " +
               (logs / ("rank" + std::to_string(r) + ".log")).string() + "; ";
+  if (!around.empty()) script += "kill $around; ";
   return run_command("bash -c '" + script + "'");
 }
 
@@ -114,6 +116,41 @@ TEST(Distributed, ARankKilledEndsTheLaunchNamingIt) {
                            dir / "run.log", "epoch 1 step 2/", "kill -KILL $(cut -d\" \" -f2 /proc/$p/task/$p/children)");
   EXPECT_NE(r.output.find("exit 1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("error: train: rank 1 of 2 was killed by signal 9"), std::string::npos) << r.output;
+}
+
+// PyTorch's own launcher (Debian's python3-torch ships torch.distributed.run): its agent serves the store and the
+// trainer's ranks join it as clients. Debian 12's torchrun (1.13 on Python 3.11) cannot start any process
+// (AttributeError in its redirect handling); there the agent's part is played by Python's TCPStore, with the
+// variables torchrun would set.
+TEST(Distributed, TorchrunStartsTheRanks) {
+  const std::string python = TRAINER_PYTHON;
+  if (run_command(python + " -c 'import torch.distributed.run'").exit_code != 0)
+    GTEST_SKIP() << "torch.distributed.run not found for " << python << " (Debian: python3-torch)";
+  TempDir dir;
+  write_mnist_dir(dir / "data", 128, 32);
+  auto c = small_run_config(dir / "data");
+  c.merge_patch({{"run", {{"threads", 1}}}, {"data", {{"workers", 1}}}, {"train", {{"epochs", 1}}}});
+  write_text(dir / "c.json", c.dump());
+  const std::string args = "--config " + (dir / "c.json").string() + " -o " + (dir / "run").string();
+  const int port = free_loopback_port();
+  const bool torchrun_works =
+      run_command(python + " -m torch.distributed.run --nproc_per_node 1 --master_port " + std::to_string(port) +
+                  " --no_python /bin/true")
+          .exit_code == 0;
+  CommandResult r;
+  if (torchrun_works) {
+    r = run_command(python + " -m torch.distributed.run --nproc_per_node 2 --master_port " + std::to_string(port) +
+                    " --no_python " + TRAINER_BIN + " " + args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  } else {
+    const std::string agent = python + " -c \"import datetime, time, torch.distributed as d; s = d.TCPStore(\\\"127.0.0.1\\\", " +
+                              std::to_string(port) + ", 3, True, datetime.timedelta(seconds=60), False); time.sleep(120)\"";
+    r = run_ranks(2, args, dir.path(), port, agent, "TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RESTART_COUNT=0");
+    ASSERT_NE(r.output.find("rank 0 exit 0"), std::string::npos) << r.output;
+    ASSERT_NE(r.output.find("rank 1 exit 0"), std::string::npos) << r.output;
+  }
+  EXPECT_NE(r.output.find("data-parallel: rank 0 of 2 (torchrun launcher)"), std::string::npos) << r.output;
+  EXPECT_EQ(LoadedCheckpoint(dir / "run" / "last.pt").meta().step, 4);
 }
 
 }  // namespace

@@ -36,6 +36,12 @@ TEST(World, TorchrunVariables) {
   EXPECT_EQ(w.local_size, 4);
   EXPECT_EQ(w.master_addr, "node0");
   EXPECT_EQ(w.port, 29400);
+  EXPECT_FALSE(w.agent_store);
+  const World agent = world_from_environment(lookup({{"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+                                                     {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                                     {"TORCHELASTIC_RESTART_COUNT", "3"}}));
+  EXPECT_TRUE(agent.agent_store);
+  EXPECT_EQ(agent.restart_count, 3);
 }
 
 TEST(World, SlurmVariablesTakeTheMasterFromTheNodeList) {

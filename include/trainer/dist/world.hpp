@@ -1,7 +1,8 @@
 // Who this process is in a data-parallel run, read from its launcher's environment (the cli module passes the
 // lookup in; nothing below reads the environment itself):
 //   torchrun, and `trainer --nproc-per-node`: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-//     MASTER_PORT;
+//     MASTER_PORT, and torchrun's TORCHELASTIC_USE_AGENT_STORE / TORCHELASTIC_RESTART_COUNT (its agent already
+//     serves the store at the master port: every rank joins it as a client, under the attempt's prefix);
 //   SLURM (srun), when WORLD_SIZE is absent: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE
 //     (its first figure), with the master taken from MASTER_ADDR when set, else the first host of
 //     SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST), and MASTER_PORT when set, else 29500;
@@ -24,6 +25,8 @@ struct World {
   std::string master_addr;
   int port = 0;
   std::string launcher = "none";  // "torchrun" (any launcher that sets torchrun's variables), "slurm" or "none"
+  bool agent_store = false;       // torchrun's agent serves the TCPStore; no rank starts one
+  int64_t restart_count = 0;      // torchrun's attempt number: the store keys' prefix
 
   bool distributed() const { return size > 1; }
 };
