@@ -6,8 +6,9 @@
 #
 # cuDNN: Debian's libtorch-cuda depends on nvidia-cudnn, an installer that downloads cuDNN from NVIDIA and cannot
 # work offline. The lane installs a stand-in package of that name instead and builds a stub libcudnn.so.9 from the
-# cuDNN symbols libtorch_cuda.so imports; every stub call returns CUDNN_STATUS_NOT_INITIALIZED and cudnnGetVersion
-# returns 0. Nothing calls cuDNN without a GPU, so the build links and runs; on a GPU machine use the real cuDNN.
+# cuDNN symbols libtorch_cuda.so and libtorch_python.so import; every stub call returns
+# CUDNN_STATUS_NOT_INITIALIZED and cudnnGetVersion returns 0. Nothing calls cuDNN without a GPU, so the build
+# links and runs; on a GPU machine use the real cuDNN.
 # Gloo's headers come from libgloo-cuda-dev: libgloo-dev conflicts with the CUDA LibTorch's Gloo and would
 # replace it with the CPU one.
 #   sudo scripts/lanes/cuda.sh           build and run every test
@@ -39,24 +40,23 @@ lane_install "$root" build-essential cmake ninja-build pkg-config libtorch-cuda-
   libopenblas0-pthread libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-cuda-dev \
   python3 python3-torch-cuda python3-torchvision
 
-# The stub cuDNN: one function per cuDNN symbol that libtorch_cuda imports.
-if [[ ! -f $root/usr/local/lib/libcudnn.so.9 ]]; then
-  lane_log "building the stub libcudnn.so.9"
-  lane_run "$root" '
-    lib=$(ls /usr/lib/x86_64-linux-gnu/libtorch_cuda.so* | head -1)
-    { echo "#include <stddef.h>"
-      echo "size_t cudnnGetVersion(void) { return 0; }"
-      echo "size_t cudnnGetCudartVersion(void) { return 0; }"
-      nm -D --undefined-only "$lib" | awk "{print \$2}" | sed "s/@.*//" | grep "^cudnn" |
-        grep -v -x -e cudnnGetVersion -e cudnnGetCudartVersion | sort -u |
-        while read -r f; do echo "int $f(void) { return 1001; }"; done
-    } >/tmp/cudnn_stub.c
-    # libtorch_cuda binds versioned symbols (name@libcudnn.so.9): export them under that version node.
-    echo "libcudnn.so.9 { global: *; };" >/tmp/cudnn_stub.map
-    gcc -shared -fPIC -o /usr/local/lib/libcudnn.so.9 -Wl,-soname,libcudnn.so.9 \
-      -Wl,--version-script=/tmp/cudnn_stub.map /tmp/cudnn_stub.c
-    ln -sf libcudnn.so.9 /usr/local/lib/libcudnn.so && ldconfig'
-fi
+# The stub cuDNN: one function per cuDNN symbol that libtorch_cuda and libtorch_python (python3-torch-cuda, for
+# the interop tests) import. Rebuilt on every run (a second): a package update may import more.
+lane_log "building the stub libcudnn.so.9"
+lane_run "$root" '
+  libs=$(ls /usr/lib/x86_64-linux-gnu/libtorch_cuda.so* /usr/lib/x86_64-linux-gnu/libtorch_python.so* 2>/dev/null)
+  { echo "#include <stddef.h>"
+    echo "size_t cudnnGetVersion(void) { return 0; }"
+    echo "size_t cudnnGetCudartVersion(void) { return 0; }"
+    for lib in $libs; do nm -D --undefined-only "$lib"; done | awk "{print \$2}" | sed "s/@.*//" | grep "^cudnn" |
+      grep -v -x -e cudnnGetVersion -e cudnnGetCudartVersion | sort -u |
+      while read -r f; do echo "int $f(void) { return 1001; }"; done
+  } >/tmp/cudnn_stub.c
+  # libtorch_cuda binds versioned symbols (name@libcudnn.so.9): export them under that version node.
+  echo "libcudnn.so.9 { global: *; };" >/tmp/cudnn_stub.map
+  gcc -shared -fPIC -o /usr/local/lib/libcudnn.so.9 -Wl,-soname,libcudnn.so.9 \
+    -Wl,--version-script=/tmp/cudnn_stub.map /tmp/cudnn_stub.c
+  ln -sf libcudnn.so.9 /usr/local/lib/libcudnn.so && ldconfig'
 lane_log "root ready in $(( $(date +%s) - start ))s"
 
 build=build/lane-cuda
