@@ -7,6 +7,7 @@ namespace trainer {
 GradReducer::GradReducer(std::vector<torch::Tensor> parameters, Collectives& group, int64_t bucket_bytes)
     : parameters_(std::move(parameters)), group_(group) {
   bucket_of_.resize(parameters_.size());
+  slot_of_.resize(parameters_.size());
   arrived_.resize(parameters_.size());
   // Reverse order; a bucket holds one dtype and closes once it passes bucket_bytes.
   Bucket current;
@@ -20,7 +21,10 @@ GradReducer::GradReducer(std::vector<torch::Tensor> parameters, Collectives& gro
       elements += parameters_[i].numel();
     }
     current.flat = torch::zeros({elements}, first.options().requires_grad(false));
-    for (const size_t i : current.members) bucket_of_[i] = buckets_.size();
+    for (size_t slot = 0; slot < current.members.size(); ++slot) {
+      bucket_of_[current.members[slot]] = buckets_.size();
+      slot_of_[current.members[slot]] = slot;
+    }
     buckets_.push_back(std::move(current));
     current = Bucket();
     bytes = 0;
@@ -63,8 +67,7 @@ void GradReducer::on_gradient(size_t parameter, const torch::Tensor& grad) {
   if (!armed_ || arrived_[parameter]) return;
   arrived_[parameter] = true;
   Bucket& b = buckets_[bucket_of_[parameter]];
-  const size_t slot = static_cast<size_t>(
-      std::find(b.members.begin(), b.members.end(), parameter) - b.members.begin());
+  const size_t slot = slot_of_[parameter];
   auto view = b.flat.narrow(0, b.offsets[slot], grad.numel()).view(grad.sizes());
   const torch::Tensor& previous = parameters_[parameter].grad();
   if (previous.defined()) torch::add_out(view, previous, grad);

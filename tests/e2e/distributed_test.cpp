@@ -118,10 +118,10 @@ TEST(Distributed, ARankKilledEndsTheLaunchNamingIt) {
   EXPECT_NE(r.output.find("error: train: rank 1 of 2 was killed by signal 9"), std::string::npos) << r.output;
 }
 
-// PyTorch's own launcher (Debian's python3-torch ships torch.distributed.run): its agent serves the store and the
-// trainer's ranks join it as clients. Debian 12's torchrun (1.13 on Python 3.11) cannot start any process
-// (AttributeError in its redirect handling); there the agent's part is played by Python's TCPStore, with the
-// variables torchrun would set.
+// PyTorch's own launcher (python3-torch ships torch.distributed.run): its agent serves the store and the
+// trainer's ranks join it as clients. Debian's torchrun cannot start any process: 1.13 on Python 3.11 fails in its
+// redirect handling (AttributeError), and 2.6 asks for a libuv store its build lacks. There the agent's part is
+// played by Python's TCPStore (classic server), with the variables torchrun would set.
 TEST(Distributed, TorchrunStartsTheRanks) {
   const std::string python = TRAINER_PYTHON;
   if (run_command(python + " -c 'import torch.distributed.run'").exit_code != 0)
@@ -129,7 +129,7 @@ TEST(Distributed, TorchrunStartsTheRanks) {
   TempDir dir;
   write_mnist_dir(dir / "data", 128, 32);
   auto c = small_run_config(dir / "data");
-  c.merge_patch({{"run", {{"threads", 1}}}, {"data", {{"workers", 1}}}, {"train", {{"epochs", 1}}}});
+  c.merge_patch({{"run", {{"threads", 1}, {"dist_timeout_s", 60}}}, {"data", {{"workers", 1}}}, {"train", {{"epochs", 1}}}});
   write_text(dir / "c.json", c.dump());
   const std::string args = "--config " + (dir / "c.json").string() + " -o " + (dir / "run").string();
   const int port = free_loopback_port();
@@ -143,9 +143,17 @@ TEST(Distributed, TorchrunStartsTheRanks) {
                     " --no_python " + TRAINER_BIN + " " + args);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   } else {
-    const std::string agent = python + " -c \"import datetime, time, torch.distributed as d; s = d.TCPStore(\\\"127.0.0.1\\\", " +
-                              std::to_string(port) + ", 3, True, datetime.timedelta(seconds=60), False); time.sleep(120)\"";
-    r = run_ranks(2, args, dir.path(), port, agent, "TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RESTART_COUNT=0");
+    write_text(dir / "agent.py",
+               "import datetime, sys, time\n"
+               "import torch.distributed as d\n"
+               "store = (\"127.0.0.1\", int(sys.argv[1]), 3, True, datetime.timedelta(seconds=60), False)\n"
+               "try:\n"
+               "    s = d.TCPStore(*store, use_libuv=False)  # torch >= 2.1 (its builds may lack libuv)\n"
+               "except TypeError:\n"
+               "    s = d.TCPStore(*store)\n"
+               "time.sleep(120)\n");
+    r = run_ranks(2, args, dir.path(), port, python + " " + (dir / "agent.py").string() + " " + std::to_string(port),
+                  "TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RESTART_COUNT=0");
     ASSERT_NE(r.output.find("rank 0 exit 0"), std::string::npos) << r.output;
     ASSERT_NE(r.output.find("rank 1 exit 0"), std::string::npos) << r.output;
   }

@@ -48,6 +48,7 @@ class GradReducer {
   Collectives& group_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;   // parameter index -> bucket index
+  std::vector<size_t> slot_of_;     // parameter index -> its place among the bucket's members
   std::vector<bool> arrived_;       // per parameter, since arm()
   std::vector<unsigned> hooks_;
   bool armed_ = false;
