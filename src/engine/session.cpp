@@ -89,10 +89,6 @@ void sync_buffers(Session& s) {
   if (s.ema) s.group->broadcast(detached(s.ema->model().buffers()), 0);
 }
 
-void sum_over_ranks(const Session& s, const std::vector<torch::Tensor>& values) {
-  if (s.group) s.group->all_reduce_sum(values);
-}
-
 Session make_session(Config config, fs::path run_dir, RunLogs logs, const LoadedCheckpoint* resume,
                      std::shared_ptr<Collectives> group) {
   Session s;

@@ -71,10 +71,6 @@ Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs,
 // does, so evaluation shards see one model. A no-op in a single process.
 void sync_buffers(Session& session);
 
-// Data-parallel runs: the sums of `values` over the ranks (in place), e.g. counts and loss sums; a no-op in a
-// single process.
-void sum_over_ranks(const Session& session, const std::vector<torch::Tensor>& values);
-
 // Applies run.threads (0: all cores) to LibTorch's intra-op pool.
 void apply_threads(const RunConfig& run);
 
