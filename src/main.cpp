@@ -8,6 +8,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/util/allocator.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace {
 
@@ -33,7 +34,6 @@ constexpr void (*kCommands[])(CLI::App&, trainer::Commands&) = {
     trainer::add_bench_command,  trainer::add_train_command,
 };
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 
@@ -68,13 +68,13 @@ int main(int argc, char** argv) {
       if (command.app->parsed()) return command.run();
     return 2;  // unreachable: the top level is always parsed
   } catch (const trainer::Error& e) {
-    std::cerr << "error: " << first_line(e.what()) << "\n";
+    std::cerr << "error: " << trainer::first_line(e.what()) << "\n";
     return e.exit_code();
   } catch (const c10::Error& e) {
-    std::cerr << "error: libtorch: " << first_line(e.what_without_backtrace()) << "\n";
+    std::cerr << "error: libtorch: " << trainer::first_line(e.what_without_backtrace()) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << first_line(e.what()) << "\n";
+    std::cerr << "error: " << trainer::first_line(e.what()) << "\n";
     return 1;
   }
 }

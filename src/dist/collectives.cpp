@@ -7,22 +7,17 @@
 #include <functional>
 
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
 
 namespace {
 
-std::string first_line(const c10::Error& e) {
-  const std::string text = e.what_without_backtrace();
-  return text.substr(0, text.find('\n'));
-}
-
 // The store's socket errors are c10::Errors on LibTorch 2.x and plain std::exceptions (c10d::SocketError) on 1.13.
-std::string first_line(const std::exception& e) {
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return first_line(*c10);
-  const std::string text = e.what();
-  return text.substr(0, text.find('\n'));
+std::string message_of(const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  return first_line(c10 ? c10->what_without_backtrace() : e.what());
 }
 
 }  // namespace
@@ -37,7 +32,7 @@ struct Collectives::Impl {
   TrainError failure(const char* operation, const std::exception& e) const {
     return TrainError(std::string("distributed ") + operation + " failed on rank " + std::to_string(world.rank) +
                       " of " + std::to_string(world.size) + " (timeout " + std::to_string(timeout.count() / 1000) +
-                      " s): " + first_line(e));
+                      " s): " + message_of(e));
   }
 
   // Runs one collective to completion.
@@ -76,7 +71,7 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) 
     else
       impl_->store = tcp;
   } catch (const std::exception& e) {
-    const std::string message = first_line(e);
+    const std::string message = message_of(e);
     if (world.rank == 0 && (message.find("in use") != std::string::npos || message.find("bind") != std::string::npos))
       throw UsageError("distributed: rank 0 cannot listen on " + where + " (MASTER_PORT): " + message +
                        "; choose another MASTER_PORT");
@@ -91,7 +86,7 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) 
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, static_cast<int>(world.rank),
                                                                static_cast<int>(world.size), gloo);
   } catch (const std::exception& e) {
-    throw not_met(first_line(e));
+    throw not_met(message_of(e));
   }
 }
 

@@ -114,10 +114,8 @@ void log_start(FitRun& r) {
 TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, const compat::GeneratorStates& step_start,
                        const c10::Error& error) {
   Session& s = r.s;
-  std::string message = error.what_without_backtrace();
-  message = message.substr(0, message.find('\n'));
   const std::string where = "libtorch failed in step " + std::to_string(s.state.step + 1) + " (epoch " +
-                            std::to_string(epoch + 1) + "): " + message;
+                            std::to_string(epoch + 1) + "): " + first_line(error.what_without_backtrace());
   if (!r.checkpoints.enabled() || s.state.step == 0) return TrainError(where + r.checkpoints.last_good());
   s.state.batch_in_epoch -= micro;  // back to the step's first micro-batch
   step_start.restore();

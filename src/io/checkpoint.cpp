@@ -7,6 +7,7 @@
 
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
@@ -16,7 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 template <class T>
 json value_json(const T& value) {

@@ -56,4 +56,6 @@ std::string format_number(double value) {
   return buf;
 }
 
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 }  // namespace trainer

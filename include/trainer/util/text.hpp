@@ -15,4 +15,7 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 // A number as the shortest text that reads back to the same double ("0.1", "1e-05").
 std::string format_number(double value);
 
+// The text up to its first newline: the one-line form of an exception message (LibTorch's carry a backtrace).
+std::string first_line(const std::string& text);
+
 }  // namespace trainer
