@@ -10,7 +10,7 @@
 # CUDNN_STATUS_NOT_INITIALIZED and cudnnGetVersion returns 0. Nothing calls cuDNN without a GPU, so the build
 # links and runs; on a GPU machine use the real cuDNN.
 # Gloo's headers come from libgloo-cuda-dev: libgloo-dev conflicts with the CUDA LibTorch's Gloo and would
-# replace it with the CPU one.
+# replace it with the CPU one. libnccl-dev's nccl.h compiles c10d's NCCL process group (run.dist_backend nccl).
 #   sudo scripts/lanes/cuda.sh           build and run every test
 #   sudo scripts/lanes/cuda.sh -R unit   extra arguments go to ctest
 set -euo pipefail
@@ -37,7 +37,7 @@ CONTROL
   lane_run "$root" "dpkg-deb --build /tmp/nvidia-cudnn-stand-in /tmp/nvidia-cudnn.deb >/dev/null && dpkg -i /tmp/nvidia-cudnn.deb >/dev/null"
 fi
 lane_install "$root" build-essential cmake ninja-build pkg-config libtorch-cuda-dev nvidia-cuda-toolkit libcuda1 \
-  libopenblas0-pthread libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-cuda-dev \
+  libopenblas0-pthread libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-cuda-dev libnccl-dev \
   python3 python3-torch-cuda python3-torchvision
 
 # The stub cuDNN: one function per cuDNN symbol that libtorch_cuda and libtorch_python (python3-torch-cuda, for

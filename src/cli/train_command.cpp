@@ -10,6 +10,7 @@
 #include "trainer/dist/world.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/util/atomic_file.hpp"
+#include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/stop_signals.hpp"
 #include "trainer/util/text.hpp"
@@ -58,8 +59,11 @@ std::shared_ptr<Collectives> join_world(const Config& c) {
     return value ? std::optional<std::string>(value) : std::nullopt;
   });
   if (!world.distributed()) return nullptr;
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(c.run.dist_timeout_s * 1000));
-  return std::make_shared<Collectives>(world, timeout);
+  CollectivesOptions options;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.run.dist_timeout_s * 1000));
+  options.device = rank_device(select_device(c.run.device), world.local_rank, world.local_size);
+  options.backend = resolve_backend(c.run.dist_backend, options.device);
+  return std::make_shared<Collectives>(world, options);
 }
 
 // Rank 0 writes the run folder and logs; the other ranks write nothing and print only warnings and errors.

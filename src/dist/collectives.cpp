@@ -3,6 +3,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <functional>
 
@@ -20,13 +23,73 @@ std::string message_of(const std::exception& e) {
   return first_line(c10 ? c10->what_without_backtrace() : e.what());
 }
 
+c10::intrusive_ptr<compat::ProcessGroupBackend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store, const World& world,
+                                                          std::chrono::milliseconds timeout) {
+  auto gloo = c10d::ProcessGroupGloo::Options::create(timeout);
+  // A one-machine world talks over loopback; across machines Gloo takes the address this host's name resolves to.
+  const bool loopback = world.master_addr == "127.0.0.1" || world.master_addr == "localhost";
+  gloo->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                   : c10d::ProcessGroupGloo::createDefaultDevice());
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(world.rank), static_cast<int>(world.size),
+                                                     gloo);
+}
+
+// NCCL's communicators are created at the first collective, on the device of its tensors. Its timeout is
+// enforced by its watchdog thread, which ends the process when a collective overruns.
+c10::intrusive_ptr<compat::ProcessGroupBackend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store, const World& world,
+                                                          std::chrono::milliseconds timeout) {
+#ifdef USE_C10D_NCCL
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, static_cast<int>(world.rank), static_cast<int>(world.size),
+                                                     options);
+#else
+  (void)store, (void)world, (void)timeout;
+  throw UsageError("run.dist_backend nccl: this trainer was built without NCCL");
+#endif
+}
+
 }  // namespace
+
+bool nccl_available() {
+#ifdef USE_C10D_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+DistBackend resolve_backend(DistBackend requested, const torch::Device& device) {
+  switch (requested) {
+    case DistBackend::automatic:
+      return device.is_cuda() && nccl_available() ? DistBackend::nccl : DistBackend::gloo;
+    case DistBackend::nccl:
+      if (!device.is_cuda())
+        throw UsageError("run.dist_backend nccl needs CUDA, but the run is on " + device.str() +
+                         "; use run.dist_backend gloo (or auto)");
+      if (!nccl_available())
+        throw UsageError("run.dist_backend nccl: this trainer was built without NCCL (nccl.h was not found when it "
+                         "was built; Debian: libnccl-dev); use run.dist_backend gloo");
+      return requested;
+    case DistBackend::gloo:
+      return requested;
+  }
+  return requested;
+}
 
 struct Collectives::Impl {
   World world;
   std::chrono::milliseconds timeout;
+  DistBackend backend = DistBackend::gloo;
+  torch::Device device = torch::kCPU;
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  c10::intrusive_ptr<compat::ProcessGroupBackend> group;
+
+  // NCCL reduces device tensors only: a CPU tensor (a vote, a config hash, generator states) travels through the
+  // rank's device. Returns the tensor the collective works on.
+  torch::Tensor staged(const torch::Tensor& t) const {
+    return backend == DistBackend::nccl && !t.is_cuda() ? t.to(device) : t;
+  }
 
   // A timeout or a peer that went away, as the error that ends the run.
   TrainError failure(const char* operation, const std::exception& e) const {
@@ -45,9 +108,12 @@ struct Collectives::Impl {
   }
 };
 
-Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) : impl_(std::make_unique<Impl>()) {
+Collectives::Collectives(const World& world, const CollectivesOptions& o) : impl_(std::make_unique<Impl>()) {
+  const auto timeout = o.timeout;
   impl_->world = world;
   impl_->timeout = timeout;
+  impl_->backend = o.backend;
+  impl_->device = o.device;
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(world.port);
   options.isServer = world.rank == 0 && !world.agent_store;
@@ -77,14 +143,11 @@ Collectives::Collectives(const World& world, std::chrono::milliseconds timeout) 
                        "; choose another MASTER_PORT");
     throw not_met(message);
   }
-  auto gloo = c10d::ProcessGroupGloo::Options::create(timeout);
-  // A one-machine world talks over loopback; across machines Gloo takes the address this host's name resolves to.
-  const bool loopback = world.master_addr == "127.0.0.1" || world.master_addr == "localhost";
-  gloo->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                   : c10d::ProcessGroupGloo::createDefaultDevice());
   try {
-    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, static_cast<int>(world.rank),
-                                                               static_cast<int>(world.size), gloo);
+    impl_->group = o.backend == DistBackend::nccl ? make_nccl(impl_->store, world, timeout)
+                                                  : make_gloo(impl_->store, world, timeout);
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     throw not_met(message_of(e));
   }
@@ -94,6 +157,10 @@ Collectives::~Collectives() = default;
 
 const World& Collectives::world() const { return impl_->world; }
 
+DistBackend Collectives::backend() const { return impl_->backend; }
+
+const torch::Device& Collectives::device() const { return impl_->device; }
+
 void Collectives::all_reduce_sum(const std::vector<torch::Tensor>& tensors) {
   std::vector<std::function<void()>> pending;
   for (const auto& t : tensors) pending.push_back(start_all_reduce_sum(t));
@@ -102,7 +169,7 @@ void Collectives::all_reduce_sum(const std::vector<torch::Tensor>& tensors) {
 
 // c10d's collectives take one tensor per device of this process (all alike): here always one.
 std::function<void()> Collectives::start_all_reduce_sum(const torch::Tensor& tensor) {
-  auto kept = std::make_shared<std::vector<torch::Tensor>>(1, tensor);
+  auto kept = std::make_shared<std::vector<torch::Tensor>>(1, impl_->staged(tensor));
   c10::intrusive_ptr<c10d::Work> work;
   try {
     work = impl_->group->allreduce(*kept);
@@ -110,20 +177,26 @@ std::function<void()> Collectives::start_all_reduce_sum(const torch::Tensor& ten
     throw impl_->failure("all-reduce", e);
   }
   const Impl* impl = impl_.get();
-  return [impl, kept, work] { impl->run("all-reduce", [&] { return work; }); };
+  return [impl, kept, work, tensor]() mutable {
+    impl->run("all-reduce", [&] { return work; });
+    if (!kept->front().is_same(tensor)) tensor.copy_(kept->front());
+  };
 }
 
 void Collectives::broadcast(const std::vector<torch::Tensor>& tensors, int64_t root) {
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  for (const auto& t : tensors) {
-    std::vector<torch::Tensor> one{t};
+  for (auto t : tensors) {
+    std::vector<torch::Tensor> one{impl_->staged(t)};
     impl_->run("broadcast", [&] { return impl_->group->broadcast(one, options); });
+    if (!one.front().is_same(t)) t.copy_(one.front());
   }
 }
 
+// NCCL's own barrier guesses the device from the rank; a one-element all-reduce on this rank's device does not.
 void Collectives::barrier() {
-  impl_->run("barrier", [&] { return impl_->group->barrier(); });
+  if (impl_->backend == DistBackend::nccl) all_reduce_sum({torch::zeros({1}, torch::TensorOptions(impl_->device))});
+  else impl_->run("barrier", [&] { return impl_->group->barrier(); });
 }
 
 }  // namespace trainer

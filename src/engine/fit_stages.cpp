@@ -120,8 +120,9 @@ TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, const compat::Ge
   s.state.batch_in_epoch -= micro;  // back to the step's first micro-batch
   step_start.restore();
   r.progress.clear();
+  if (s.run_dir.empty()) return TrainError(where);  // a rank other than 0: nothing to save here
   try {
-    r.checkpoints.save(s);
+    r.checkpoints.save_after_failure(s);
   } catch (const Error& e) {
     return TrainError(where + "; saving the last completed step failed too: " + e.message());
   }

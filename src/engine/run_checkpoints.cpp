@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "trainer/config/load.hpp"
+#include "trainer/dist/rank_generators.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -32,15 +33,25 @@ RunCheckpoints::RunCheckpoints(const Session& s)
     : dir_(s.run_dir),
       last_(s.run_dir.empty() ? fs::path() : s.run_dir / "last.pt"),
       resolved_config_(config_to_json(s.config)),
-      keep_last_(s.config.train.keep_last) {}
+      keep_last_(s.config.train.keep_last) {
+  distributed_ = s.group != nullptr;
+}
 
 std::string RunCheckpoints::last_good() const {
-  return enabled() && fs::exists(last_) ? "; the last good checkpoint is " + last_.string()
+  if (dir_.empty()) return std::string();  // a rank other than 0: rank 0's error says
+  return fs::exists(last_) ? "; the last good checkpoint is " + last_.string()
                                         : std::string("; no checkpoint was written yet");
 }
 
 void RunCheckpoints::save(const Session& s, const std::vector<fs::path>& also) {
-  if (!enabled()) return;
+  const GeneratorRows ranks = s.group ? gather_rank_generators(*s.group) : GeneratorRows();
+  write(s, also, ranks);
+}
+
+void RunCheckpoints::save_after_failure(const Session& s) { write(s, {}, {}); }
+
+void RunCheckpoints::write(const Session& s, const std::vector<fs::path>& also, const GeneratorRows& ranks) {
+  if (dir_.empty()) return;
   CheckpointMeta meta;
   static_cast<TrainState&>(meta) = s.state;
   meta.config = resolved_config_;
@@ -49,7 +60,7 @@ void RunCheckpoints::save(const Session& s, const std::vector<fs::path>& also) {
   meta.scaler = s.scaler.enabled() ? s.scaler.state() : nlohmann::json();
   meta.ema_updates = s.ema ? s.ema->updates() : 0;
   try {
-    save_checkpoint(last_, meta, {*s.model, *s.optimizer, s.ema ? &s.ema->model() : nullptr});
+    save_checkpoint(last_, meta, {*s.model, *s.optimizer, s.ema ? &s.ema->model() : nullptr}, ranks);
   } catch (const TrainError& e) {
     throw TrainError(e.message() + " (after step " + std::to_string(s.state.step) + ")" + last_good());
   }
@@ -58,7 +69,7 @@ void RunCheckpoints::save(const Session& s, const std::vector<fs::path>& also) {
 
 void RunCheckpoints::save_step(const Session& s) {
   save(s, {step(s.state.step)});
-  prune_step_checkpoints(dir_, keep_last_);
+  if (!dir_.empty()) prune_step_checkpoints(dir_, keep_last_);
 }
 
 }  // namespace trainer

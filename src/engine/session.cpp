@@ -11,6 +11,7 @@
 #include "trainer/config/load.hpp"
 #include "trainer/data/last_batch.hpp"
 #include "trainer/data/sources.hpp"
+#include "trainer/dist/rank_generators.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
@@ -65,20 +66,23 @@ void check_same_config(const Session& s) {
                       "checkpoint needed on every rank)");
 }
 
-// Data-parallel on CUDA: rank LOCAL_RANK of a machine takes cuda:LOCAL_RANK.
-torch::Device rank_device(const torch::Device& selected, const World& w) {
-  if (!selected.is_cuda() || !w.distributed()) return selected;
-  const auto devices = static_cast<int64_t>(torch::cuda::device_count());
-  if (w.local_size > devices)
-    throw UsageError("data-parallel: " + std::to_string(w.local_size) + " processes on this machine but " +
-                     std::to_string(devices) + " CUDA device(s); start at most one process per GPU");
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(w.local_rank));
-}
-
 std::vector<torch::Tensor> detached(const std::vector<torch::Tensor>& tensors) {
   std::vector<torch::Tensor> out;
   for (const auto& t : tensors) out.push_back(t.detach());
   return out;
+}
+
+// Each rank's dropout stream (dist/rank_generators): a resumed run takes back every rank's states when it has as
+// many ranks as the run that saved them; otherwise rank 0 keeps the checkpoint's own, and ranks > 0 start anew.
+void start_rank_generators(const Session& s, const LoadedCheckpoint* resume) {
+  if (resume) {
+    const auto rows = resume->rank_generators();
+    if (rows && rows->ranks() == s.world.size) return restore_rank_generators(*rows, s.world.rank, s.device);
+    s.logs.main->info("resume: {} holds the dropout generator states of {} rank(s) and this run has {}: ranks 1-{} "
+                      "start new streams (the data order is unchanged)",
+                      resume->path().string(), rows ? rows->ranks() : 1, s.world.size, s.world.size - 1);
+  }
+  if (s.world.rank > 0) seed_rank_generators(s.config.run.seed, s.world.rank, s.state.step);
 }
 
 }  // namespace
@@ -100,7 +104,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   const Config& c = s.config;
   if (s.group) check_same_config(s);
   check_model_arch(c.model);
-  s.device = rank_device(select_device(c.run.device), s.world);
+  s.device = s.group ? s.group->device() : select_device(c.run.device);
   apply_threads(c.run);
   apply_backend_settings(c.run);
 
@@ -171,10 +175,12 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
     s.group->broadcast(detached(s.model->parameters()), 0);
     if (s.ema) s.group->broadcast(detached(s.ema->model().parameters()), 0);
     sync_buffers(s);
+    start_rank_generators(s, resume);
     s.reducer = std::make_unique<GradReducer>(s.model->parameters(), *s.group,
                                               static_cast<int64_t>(c.run.dist_bucket_mb * 1024 * 1024));
-    s.logs.main->info("data-parallel: rank {} of {} ({} launcher), {} gradient buckets, {:.1f} MiB all-reduced per step",
-                      s.world.rank, s.world.size, s.world.launcher, s.reducer->buckets(),
+    s.logs.main->info("data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced per step",
+                      s.world.rank, s.world.size, s.world.launcher, enum_name(dist_backends(), s.group->backend()),
+                      s.reducer->buckets(),
                       static_cast<double>(s.reducer->bytes_per_step()) / (1024.0 * 1024.0));
   }
   if (!s.run_dir.empty())

@@ -93,7 +93,8 @@ void restore_module(torch::serialize::InputArchive& archive, torch::nn::Module& 
 
 }  // namespace
 
-void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const CheckpointModules& modules) {
+void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const CheckpointModules& modules,
+                     const GeneratorRows& ranks) {
   check_finite(modules.model, path);
   if (modules.ema) check_finite(*modules.ema, path);
   json j = {{"format_version", kCheckpointFormatVersion}};
@@ -116,6 +117,8 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
   archive.write("rng_cpu", generators.cpu, /*is_buffer=*/true);
   for (size_t i = 0; i < generators.cuda.size(); ++i)
     archive.write("rng_cuda" + std::to_string(i), generators.cuda[i], /*is_buffer=*/true);
+  if (ranks.cpu.defined()) archive.write("rng_ranks_cpu", ranks.cpu, /*is_buffer=*/true);
+  if (ranks.cuda.defined()) archive.write("rng_ranks_cuda", ranks.cuda, /*is_buffer=*/true);
   write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
 }
 
@@ -210,6 +213,13 @@ void LoadedCheckpoint::restore_rng() const {
   for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
     if (archive_->try_read("rng_cuda" + std::to_string(i), state, /*is_buffer=*/true))
       compat::set_cuda_rng_state(i, state);
+}
+
+std::optional<GeneratorRows> LoadedCheckpoint::rank_generators() const {
+  GeneratorRows rows;
+  if (!archive_->try_read("rng_ranks_cpu", rows.cpu, /*is_buffer=*/true)) return std::nullopt;
+  if (!archive_->try_read("rng_ranks_cuda", rows.cuda, /*is_buffer=*/true)) rows.cuda = torch::Tensor();
+  return rows;
 }
 
 bool LoadedCheckpoint::restore_ema(torch::nn::Module& ema) const {

@@ -30,6 +30,15 @@ torch::Device select_device(const std::string& name) {
   throw ConfigError("run.device: unknown device \"" + name + "\" (valid: auto, cpu, cuda, cuda:N)");
 }
 
+torch::Device rank_device(const torch::Device& selected, int64_t local_rank, int64_t local_size) {
+  if (!selected.is_cuda()) return selected;
+  const auto devices = static_cast<int64_t>(torch::cuda::device_count());
+  if (local_size > devices)
+    throw UsageError("data-parallel: " + std::to_string(local_size) + " processes on this machine but " +
+                     std::to_string(devices) + " CUDA device(s); start at most one process per GPU");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
 std::string describe_runtime() {
   std::string out = "LibTorch " + compat::torch_version();
   out += torch::cuda::is_available() ? ", CUDA devices: " + std::to_string(torch::cuda::device_count())

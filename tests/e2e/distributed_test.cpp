@@ -49,7 +49,7 @@ TEST(Distributed, TwoRanksTrainLikeOneProcessWithTheGlobalBatch) {
   const auto ranks = run_ranks(2, "--config " + (dir / "c.json").string() + " -o " + (dir / "two").string(), dir.path());
   ASSERT_NE(ranks.output.find("rank 0 exit 0"), std::string::npos) << ranks.output;
   ASSERT_NE(ranks.output.find("rank 1 exit 0"), std::string::npos) << ranks.output;
-  EXPECT_NE(ranks.output.find("data-parallel: rank 0 of 2 (torchrun launcher)"), std::string::npos) << ranks.output;
+  EXPECT_NE(ranks.output.find("data-parallel: rank 0 of 2 (torchrun launcher, gloo)"), std::string::npos) << ranks.output;
   EXPECT_NE(ranks.output.find("eval epoch 2: "), std::string::npos) << ranks.output;
   EXPECT_NE(ranks.output.find("/75) top5"), std::string::npos) << ranks.output;
 
@@ -72,18 +72,19 @@ CommandResult run_until(const std::string& args, const fs::path& log, const std:
 }
 
 // The built-in launcher: SIGTERM mid-epoch stops both ranks after the same step, rank 0 saves, exit 143; the
-// resumed 2-rank run ends bit-identical to a straight one, and the checkpoint also resumes on 1 process.
+// resumed 2-rank run ends bit-identical to a straight one, dropout included (the checkpoint holds both ranks'
+// generator states, and the ranks draw different masks), and the checkpoint also resumes on 1 process.
 TEST(Distributed, LauncherStopsAllRanksOnSigtermAndTheRunResumesExactly) {
   TempDir dir;
   write_mnist_dir(dir / "data", 256, 64);
   auto c = small_run_config(dir / "data");
   c.merge_patch({{"run", {{"threads", 1}}}, {"data", {{"workers", 1}, {"batch_size", 16}}},
-                 {"train", {{"epochs", 3}, {"log_every", 1}}}});
+                 {"model", {{"dropout", 0.3}}}, {"train", {{"epochs", 3}, {"log_every", 1}}}});
   write_text(dir / "c.json", c.dump());
   const std::string config = "--config " + (dir / "c.json").string();
   const auto straight = trainer_cli(config + " --nproc-per-node 2 -o " + (dir / "straight").string());
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
-  EXPECT_NE(straight.output.find("data-parallel: rank 0 of 2 (torchrun launcher)"), std::string::npos);
+  EXPECT_NE(straight.output.find("data-parallel: rank 0 of 2 (torchrun launcher, gloo)"), std::string::npos);
 
   const auto stopped = run_until(config + " --nproc-per-node 2 -o " + (dir / "stopped").string(),
                                  dir / "stopped.log", "epoch 1 step 3/", "kill -TERM $p");
@@ -92,6 +93,10 @@ TEST(Distributed, LauncherStopsAllRanksOnSigtermAndTheRunResumesExactly) {
   const int64_t step = LoadedCheckpoint(dir / "stopped" / "last.pt").meta().step;
   EXPECT_GT(step, 2);
   EXPECT_LT(step, 48);
+  const auto generators = LoadedCheckpoint(dir / "stopped" / "last.pt").rank_generators();
+  ASSERT_TRUE(generators.has_value());
+  ASSERT_EQ(generators->ranks(), 2);
+  EXPECT_FALSE(torch::equal(generators->cpu[0], generators->cpu[1]));
 
   fs::copy(dir / "stopped", dir / "one_rank", fs::copy_options::recursive);
   const auto resumed = trainer_cli("--resume " + (dir / "stopped" / "last.pt").string() + " --nproc-per-node 2");
@@ -157,7 +162,7 @@ TEST(Distributed, TorchrunStartsTheRanks) {
     ASSERT_NE(r.output.find("rank 0 exit 0"), std::string::npos) << r.output;
     ASSERT_NE(r.output.find("rank 1 exit 0"), std::string::npos) << r.output;
   }
-  EXPECT_NE(r.output.find("data-parallel: rank 0 of 2 (torchrun launcher)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("data-parallel: rank 0 of 2 (torchrun launcher, gloo)"), std::string::npos) << r.output;
   EXPECT_EQ(LoadedCheckpoint(dir / "run" / "last.pt").meta().step, 4);
 }
 

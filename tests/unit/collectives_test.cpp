@@ -26,7 +26,7 @@ TEST(Collectives, TwoRanksSumAndBroadcastOverLoopback) {
   const int port = testing::free_loopback_port();
   std::vector<torch::Tensor> sums(2), broadcasts(2);
   auto rank = [&](int64_t r) {
-    Collectives group(loopback(r, 2, port), std::chrono::seconds(20));
+    Collectives group(loopback(r, 2, port), CollectivesOptions{std::chrono::seconds(20)});
     std::vector<torch::Tensor> t{torch::arange(5, torch::kFloat) * (r + 1), torch::full({2, 2}, r + 1.0, torch::kDouble)};
     group.all_reduce_sum(t);
     sums[r] = torch::cat({t[0], t[1].flatten().to(torch::kFloat)});
@@ -63,7 +63,7 @@ TEST(GradReducer, TwoRanksAverageToTheFullBatchGradient) {
   const int port = testing::free_loopback_port();
   std::vector<int64_t> buckets(2);
   auto rank = [&](int64_t r) {
-    Collectives group(loopback(r, 2, port), std::chrono::seconds(20));
+    Collectives group(loopback(r, 2, port), CollectivesOptions{std::chrono::seconds(20)});
     GradReducer reducer(models[r]->parameters(), group, /*bucket_bytes=*/16 << 10);
     buckets[r] = reducer.buckets();
     for (int64_t micro = 0; micro < 2; ++micro) {
@@ -90,7 +90,7 @@ TEST(GradReducer, TwoRanksAverageToTheFullBatchGradient) {
 TEST(Collectives, APortInUseIsAUsageErrorNamingIt) {
   testing::LoopbackListener taken;
   const std::string message = testing::error_of<UsageError>(
-      [&] { Collectives group(loopback(0, 2, taken.port), std::chrono::seconds(5)); });
+      [&] { Collectives group(loopback(0, 2, taken.port), CollectivesOptions{std::chrono::seconds(5)}); });
   EXPECT_NE(message.find("usage: distributed: rank 0 cannot listen on 127.0.0.1:" + std::to_string(taken.port)),
             std::string::npos) << message;
 }
@@ -98,10 +98,26 @@ TEST(Collectives, APortInUseIsAUsageErrorNamingIt) {
 TEST(Collectives, ARankThatNeverComesEndsTheWaitWithAnError) {
   const int port = testing::free_loopback_port();
   const std::string message = testing::error_of<TrainError>(
-      [&] { Collectives group(loopback(0, 2, port), std::chrono::seconds(2)); });
+      [&] { Collectives group(loopback(0, 2, port), CollectivesOptions{std::chrono::seconds(2)}); });
   EXPECT_NE(message.find("train: distributed: rank 0 of 2 could not meet the others at 127.0.0.1:" + std::to_string(port) +
                          " within 2 s"),
             std::string::npos) << message;
+}
+
+// run.dist_backend: auto is Gloo on the CPU and NCCL on CUDA where the build has it; nccl on the CPU, or in a
+// build without NCCL, is a usage error naming the key.
+TEST(Collectives, TheBackendFollowsTheDevice) {
+  EXPECT_EQ(resolve_backend(DistBackend::automatic, torch::kCPU), DistBackend::gloo);
+  EXPECT_EQ(resolve_backend(DistBackend::gloo, torch::Device(torch::kCUDA, 0)), DistBackend::gloo);
+  EXPECT_EQ(resolve_backend(DistBackend::automatic, torch::Device(torch::kCUDA, 0)),
+            nccl_available() ? DistBackend::nccl : DistBackend::gloo);
+  const std::string on_cpu = testing::error_of<UsageError>([] { resolve_backend(DistBackend::nccl, torch::kCPU); });
+  EXPECT_NE(on_cpu.find("run.dist_backend nccl needs CUDA, but the run is on cpu"), std::string::npos) << on_cpu;
+  if (!nccl_available()) {
+    const std::string missing = testing::error_of<UsageError>(
+        [] { resolve_backend(DistBackend::nccl, torch::Device(torch::kCUDA, 0)); });
+    EXPECT_NE(missing.find("this trainer was built without NCCL"), std::string::npos) << missing;
+  }
 }
 
 }  // namespace

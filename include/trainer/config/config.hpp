@@ -11,6 +11,14 @@
 
 namespace trainer {
 
+// The data-parallel transport: auto = NCCL when the run is on CUDA (and the build has it), else Gloo.
+enum class DistBackend { automatic, gloo, nccl };
+inline const EnumTable<DistBackend>& dist_backends() {
+  static const EnumTable<DistBackend> table{
+      {"auto", DistBackend::automatic}, {"gloo", DistBackend::gloo}, {"nccl", DistBackend::nccl}};
+  return table;
+}
+
 struct RunConfig {
   std::string name;                 // run folder name; empty: the config file's stem
   std::string output_dir = "runs";  // run folders are created under it
@@ -24,6 +32,7 @@ struct RunConfig {
   bool deterministic = false;       // deterministic algorithms only, for bit-exact GPU reruns and resumes
   double dist_timeout_s = 1800;     // data-parallel: the longest wait for the other ranks (PyTorch's default)
   double dist_bucket_mb = 25;       // data-parallel: gradient bucket size (DDP's default)
+  DistBackend dist_backend = DistBackend::automatic;
 
   template <class V>
   void visit(V& v) {
@@ -49,6 +58,8 @@ struct RunConfig {
     v.field("dist_bucket_mb", dist_bucket_mb,
             "data-parallel runs: MiB of gradients per all-reduce bucket; each bucket is reduced as soon as backward "
             "has produced it", Range::greater_than(0));
+    v.choice("dist_backend", dist_backend, dist_backends(),
+             "data-parallel runs: c10d process group; auto takes NCCL on CUDA and Gloo on the CPU");
   }
 };
 

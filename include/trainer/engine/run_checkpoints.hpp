@@ -1,6 +1,7 @@
 // The checkpoints of one run folder. last.pt is rewritten at every save; the other names are hard links to the
 // file last.pt was at that moment: best.pt, epoch-E.pt (train.keep_every_epochs) and step-N.pt (the newest
-// train.keep_last of them). A session without a run folder (a benchmark) saves nothing.
+// train.keep_last of them). A session without a run folder (a benchmark) saves nothing. In a data-parallel run
+// every rank calls save() at the same step (it gathers every rank's generator states) and rank 0 writes.
 //   RunCheckpoints checkpoints(session);
 //   checkpoints.save(session, {checkpoints.best()});
 //   throw TrainError("the training loss is nan at step 7" + checkpoints.last_good());
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "trainer/engine/session.hpp"
+#include "trainer/io/checkpoint.hpp"
 
 namespace trainer {
 
@@ -20,7 +22,8 @@ class RunCheckpoints {
  public:
   explicit RunCheckpoints(const Session& session);
 
-  bool enabled() const { return !dir_.empty(); }
+  // Whether this run saves checkpoints: true on every rank of a data-parallel run, where rank 0 writes them.
+  bool enabled() const { return !dir_.empty() || distributed_; }
   const std::filesystem::path& last() const { return last_; }
   std::filesystem::path best() const { return dir_ / "best.pt"; }
   std::filesystem::path epoch(int64_t epoch) const { return dir_ / ("epoch-" + std::to_string(epoch) + ".pt"); }
@@ -37,8 +40,15 @@ class RunCheckpoints {
   // last.pt and step-N.pt, then the step checkpoints beyond train.keep_last are removed, oldest first.
   void save_step(const Session& session);
 
+  // last.pt after a step that failed on this rank alone: no collective (the other ranks are not saving), so the
+  // file holds only this process's generator states. Writes only on rank 0.
+  void save_after_failure(const Session& session);
+
  private:
+  void write(const Session& session, const std::vector<std::filesystem::path>& also, const GeneratorRows& ranks);
+
   std::filesystem::path dir_, last_;
+  bool distributed_ = false;
   nlohmann::json resolved_config_;
   int64_t keep_last_;
 };

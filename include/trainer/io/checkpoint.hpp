@@ -57,6 +57,13 @@ struct CheckpointMeta : TrainState {
   }
 };
 
+// Every rank's generator states in a data-parallel run (dist/rank_generators): row r is rank r's. `cuda` holds
+// each rank's own device's state and is undefined on the CPU.
+struct GeneratorRows {
+  torch::Tensor cpu, cuda;
+  int64_t ranks() const { return cpu.defined() ? cpu.size(0) : 0; }
+};
+
 struct CheckpointModules {
   const torch::nn::Module& model;
   const torch::optim::Optimizer& optimizer;
@@ -64,8 +71,10 @@ struct CheckpointModules {
 };
 
 // Writes atomically: on any failure the previous file at `path` is left as it was.
-// Throws TrainError, writing nothing, when a parameter or buffer holds inf or NaN.
-void save_checkpoint(const std::filesystem::path& path, const CheckpointMeta& meta, const CheckpointModules& modules);
+// Throws TrainError, writing nothing, when a parameter or buffer holds inf or NaN. The writing process's own
+// generator states are always saved; `ranks` adds every rank's in a data-parallel run.
+void save_checkpoint(const std::filesystem::path& path, const CheckpointMeta& meta, const CheckpointModules& modules,
+                     const GeneratorRows& ranks = {});
 
 // Makes `to` a second name of checkpoint `from` (a hard link, replacing `to` atomically), or an atomic copy
 // where the file system has no hard links. last.pt is always rewritten as a new file, so step-N.pt, epoch-E.pt
@@ -82,6 +91,8 @@ class LoadedCheckpoint {
   void restore_model(torch::nn::Module& model) const;
   void restore_optimizer(torch::optim::Optimizer& optimizer) const;
   void restore_rng() const;
+  // Every rank's generator states; none for a one-process run or one saved after a failed step.
+  std::optional<GeneratorRows> rank_generators() const;
   // False when the checkpoint holds no EMA weights (the run had train.ema off).
   bool restore_ema(torch::nn::Module& ema) const;
 

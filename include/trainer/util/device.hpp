@@ -11,6 +11,10 @@ namespace trainer {
 // Throws ConfigError (naming run.device) for an unknown name or a CUDA device that is not present.
 torch::Device select_device(const std::string& name);
 
+// A data-parallel rank's device: on CUDA, process LOCAL_RANK of a machine takes cuda:LOCAL_RANK. Throws
+// UsageError when the machine runs more processes than it has CUDA devices.
+torch::Device rank_device(const torch::Device& selected, int64_t local_rank, int64_t local_size);
+
 // One line per fact: LibTorch version, CUDA availability and devices, intra-op threads.
 std::string describe_runtime();
 

@@ -17,6 +17,11 @@
 #define TRAINER_HAS_CUDA_ALLOCATOR_STATS 1
 #endif
 
+namespace c10d {
+class ProcessGroup;
+class Backend;
+}  // namespace c10d
+
 namespace trainer::compat {
 
 #define TRAINER_TORCH_AT_LEAST(major, minor) \
@@ -123,6 +128,14 @@ class AutocastGuard {
   bool previous_enabled_ = false;
   at::ScalarType previous_dtype_ = at::kFloat;
 };
+
+// The common base of c10d's Gloo and NCCL process groups: ProcessGroup on 1.13, Backend since 2.0 (where a
+// ProcessGroup became a dispatcher over backends). Declared only: code that uses it includes the c10d headers.
+#if TRAINER_TORCH_AT_LEAST(2, 0)
+using ProcessGroupBackend = c10d::Backend;
+#else
+using ProcessGroupBackend = c10d::ProcessGroup;
+#endif
 
 // c10d's TCPStore options (a template, so this header needs no c10d include). LibTorch 2.4 and later serve the
 // store through libuv by default, but builds without libuv (Debian's 2.6) then fail to start it; the classic
