@@ -16,6 +16,7 @@
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
+#include "trainer/models/sync_batch_norm.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/device.hpp"
@@ -176,6 +177,13 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
     if (s.ema) s.group->broadcast(detached(s.ema->model().parameters()), 0);
     sync_buffers(s);
     start_rank_generators(s, resume);
+    if (c.model.sync_batchnorm) {
+      auto* group = s.group.get();
+      const int64_t layers =
+          sync_batch_norm(*s.model, [group](const std::vector<torch::Tensor>& t) { group->all_reduce_sum(t); });
+      if (layers == 0) s.logs.main->warn("model.sync_batchnorm: {} has no BatchNorm layer; nothing to synchronise", c.model.arch);
+      else s.logs.main->info("model.sync_batchnorm: {} BatchNorm layers take their statistics over {} ranks", layers, s.world.size);
+    }
     s.reducer = std::make_unique<GradReducer>(s.model->parameters(), *s.group,
                                               static_cast<int64_t>(c.run.dist_bucket_mb * 1024 * 1024));
     s.logs.main->info("data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced per step",

@@ -2,13 +2,15 @@
 
 #include <torch/torch.h>
 
+#include "trainer/models/sync_batch_norm.hpp"
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
 
 bool has_batch_norm(const torch::nn::Module& model) {
   for (const auto& m : model.modules(/*include_self=*/true))
-    if (m->as<torch::nn::BatchNorm1d>() || m->as<torch::nn::BatchNorm2d>() || m->as<torch::nn::BatchNorm3d>())
+    if (m->as<torch::nn::BatchNorm1d>() || m->as<torch::nn::BatchNorm2d>() || m->as<torch::nn::BatchNorm3d>() ||
+        m->as<SyncBatchNorm2d>())
       return true;
   return false;
 }

@@ -41,20 +41,20 @@ ResidualBlock::ResidualBlock(const ResNetSpec& spec, int64_t in_planes, int64_t 
     // torchvision: width = int(planes * (base_width / 64.)) * groups
     const int64_t width = planes * spec.width_per_group / 64 * spec.groups;
     conv1 = register_module("conv1", conv(in_planes, width, 1));
-    bn1 = register_module("bn1", nn::BatchNorm2d(width));
+    bn1 = register_module("bn1", SyncBatchNorm2d(width));
     conv2 = register_module("conv2", conv(width, width, 3, stride, spec.groups));
-    bn2 = register_module("bn2", nn::BatchNorm2d(width));
+    bn2 = register_module("bn2", SyncBatchNorm2d(width));
     conv3 = register_module("conv3", conv(width, out_planes, 1));
-    bn3 = register_module("bn3", nn::BatchNorm2d(out_planes));
+    bn3 = register_module("bn3", SyncBatchNorm2d(out_planes));
   } else {
     conv1 = register_module("conv1", conv(in_planes, planes, 3, stride));
-    bn1 = register_module("bn1", nn::BatchNorm2d(planes));
+    bn1 = register_module("bn1", SyncBatchNorm2d(planes));
     conv2 = register_module("conv2", conv(planes, planes, 3));
-    bn2 = register_module("bn2", nn::BatchNorm2d(planes));
+    bn2 = register_module("bn2", SyncBatchNorm2d(planes));
   }
   if (stride != 1 || in_planes != out_planes)
     downsample = register_module("downsample", nn::Sequential(conv(in_planes, out_planes, 1, stride),
-                                                              nn::BatchNorm2d(out_planes)));
+                                                              SyncBatchNorm2d(out_planes)));
 }
 
 torch::Tensor ResidualBlock::forward(torch::Tensor x) {
@@ -67,7 +67,7 @@ torch::Tensor ResidualBlock::forward(torch::Tensor x) {
 
 ResNet::ResNet(const ResNetOptions& o) : max_pool_(o.stem == StemKind::imagenet) {
   conv1 = register_module("conv1", max_pool_ ? conv(o.in_channels, 64, 7, 2) : conv(o.in_channels, 64, 3));
-  bn1 = register_module("bn1", nn::BatchNorm2d(64));
+  bn1 = register_module("bn1", SyncBatchNorm2d(64));
   int64_t in_planes = 64;
   auto make_layer = [&](int64_t planes, int64_t blocks, int64_t stride) {
     nn::Sequential layer;
@@ -89,7 +89,7 @@ ResNet::ResNet(const ResNetOptions& o) : max_pool_(o.stem == StemKind::imagenet)
   for (auto& module : modules(/*include_self=*/false)) {
     if (auto* c = module->as<nn::Conv2d>()) {
       nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
-    } else if (auto* b = module->as<nn::BatchNorm2d>()) {
+    } else if (auto* b = module->as<SyncBatchNorm2d>()) {
       nn::init::ones_(b->weight);
       nn::init::zeros_(b->bias);
     }

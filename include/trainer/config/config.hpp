@@ -198,6 +198,7 @@ struct ModelConfig {
   StemKind stem = StemKind::imagenet;
   double dropout = 0.0;  // before each fully connected layer
   bool zero_init_residual = false;
+  bool sync_batchnorm = false;  // data-parallel: BatchNorm statistics over all ranks' images
   Switch channels_last = Switch::automatic;  // auto: on for ResNets on CUDA
   std::string init_from;                  // safetensors weights loaded before training
   std::vector<std::string> init_exclude;  // glob patterns of keys left freshly initialised
@@ -211,6 +212,10 @@ struct ModelConfig {
     v.field("dropout", dropout, "dropout probability before the classifier layers", Range::between(0, 0.99));
     v.field("zero_init_residual", zero_init_residual,
             "ResNets: start each residual branch's last BatchNorm at zero, so blocks begin as identities");
+    v.field("sync_batchnorm", sync_batchnorm,
+            "data-parallel ResNets: BatchNorm takes its batch statistics over every rank's images (PyTorch's "
+            "SyncBatchNorm), so N ranks train like one process with the global batch; costs two small all-reduces "
+            "per BatchNorm layer and step");
     v.choice("channels_last", channels_last, switch_values(),
              "4-D weights and inputs in channels_last memory format; auto: on for ResNets on CUDA. A start-up "
              "self-check falls back to contiguous when this LibTorch computes channels_last convolutions wrongly");

@@ -5,7 +5,6 @@
 //   auto net = std::make_shared<ResNet>(ResNetOptions{resnet_spec("resnet50"), 3, 1000});
 #pragma once
 
-#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
@@ -18,6 +17,7 @@
 
 #include "trainer/config/config.hpp"
 #include "trainer/models/classifier.hpp"
+#include "trainer/models/sync_batch_norm.hpp"
 
 namespace trainer {
 
@@ -48,12 +48,12 @@ class ResidualBlock final : public torch::nn::Module {
   ResidualBlock(const ResNetSpec& spec, int64_t in_planes, int64_t planes, int64_t stride);
   torch::Tensor forward(torch::Tensor x);
   // The BatchNorm whose weight zero_init_residual sets to 0 (bn2 or bn3).
-  torch::nn::BatchNorm2d& last_bn() { return bottleneck_ ? bn3 : bn2; }
+  SyncBatchNorm2d& last_bn() { return bottleneck_ ? bn3 : bn2; }
 
  private:
   bool bottleneck_;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  SyncBatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   torch::nn::Sequential downsample{nullptr};
 };
 
@@ -65,7 +65,7 @@ class ResNet final : public Classifier {
  private:
   bool max_pool_;
   torch::nn::Conv2d conv1{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr};
+  SyncBatchNorm2d bn1{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   torch::nn::Dropout dropout{nullptr};
   torch::nn::Linear fc{nullptr};
