@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
+#include "trainer/util/clock.hpp"
+
 namespace trainer {
 
 GradReducer::GradReducer(std::vector<torch::Tensor> parameters, Collectives& group, int64_t bucket_bytes)
@@ -77,7 +81,10 @@ void GradReducer::on_gradient(size_t parameter, const torch::Tensor& grad) {
 
 void GradReducer::start(Bucket& b) { b.wait = group_.start_all_reduce_sum(b.flat); }
 
+double GradReducer::take_waited_seconds() { return std::exchange(waited_seconds_, 0.0); }
+
 void GradReducer::finish() {
+  const auto began = Clock::now();
   armed_ = false;
   for (auto& b : buckets_) {
     if (b.wait) continue;
@@ -98,6 +105,7 @@ void GradReducer::finish() {
       else p.mutable_grad() = average.clone();
     }
   }
+  waited_seconds_ += seconds_since(began);
 }
 
 }  // namespace trainer

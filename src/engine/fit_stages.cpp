@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "trainer/data/loaders.hpp"
+#include "trainer/dist/replica_check.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/plot/curves.hpp"
 #include "trainer/util/clock.hpp"
@@ -206,13 +207,34 @@ void show_progress(FitRun& r, const TrainMeter& meter, int64_t epoch) {
                               format_duration(left_images / speed)));
 }
 
+namespace {
+
+// Data-parallel: the ranks must still hold rank 0's weights bit for bit (a TrainError otherwise). Returns the
+// epoch line's data-parallel part: the gradient all-reduce time that backward did not hide (Gloo, where it blocks
+// the host) and the check's result.
+std::string check_replicas(FitRun& r, int64_t epoch, const TrainFigures& f) {
+  Session& s = r.s;
+  if (!s.group) return std::string();
+  const double waited = s.reducer->take_waited_seconds();
+  if (const int64_t n = ranks_differing_from_rank0(*s.group, s.model->parameters()))
+    throw TrainError("data-parallel: after epoch " + std::to_string(epoch + 1) + ", " + std::to_string(n) + " of " +
+                     std::to_string(s.world.size) + " ranks hold weights other than rank 0's" +
+                     r.checkpoints.last_good());
+  const std::string wait = s.group->backend() == DistBackend::gloo
+                               ? fmt::format(", all-reduce wait {:.0f}%", 100.0 * waited / std::max(1e-9, f.seconds))
+                               : std::string();
+  return fmt::format("{}, weights identical on {} ranks", wait, s.world.size);
+}
+
+}  // namespace
+
 void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run) {
   Session& s = r.s;
   const TrainFigures& f = run.figures;
   if (!std::isfinite(f.loss)) throw non_finite(r, "the training loss", f.loss, "in epoch " + std::to_string(epoch + 1));
-  r.log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%{}{}",
+  r.log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%{}{}{}",
              epoch + 1, s.config.train.epochs, f.seconds, f.loss, f.top1, f.images_per_s(),
-             100.0 * f.data_wait_share(),
+             100.0 * f.data_wait_share(), check_replicas(r, epoch, f),
              run.start_batch > 0 ? fmt::format(" (resumed at batch {})", run.start_batch) : std::string(),
              s.scaler.enabled() ? fmt::format(", loss scale {:g}, {} skipped step(s) in all", s.scaler.scale_value(),
                                               s.scaler.skipped_steps())

@@ -12,6 +12,7 @@
 #include "trainer/data/last_batch.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/dist/rank_generators.hpp"
+#include "trainer/dist/replica_check.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
@@ -56,12 +57,7 @@ namespace {
 // Every rank must run rank 0's config: a hash of the resolved config is compared, and all ranks stop together.
 void check_same_config(const Session& s) {
   const std::string text = config_to_json(s.config).dump();
-  const auto mine = static_cast<int64_t>(std::hash<std::string>{}(text));
-  auto rank0 = torch::tensor(mine, torch::kInt64);
-  s.group->broadcast({rank0}, 0);
-  auto differing = torch::tensor(rank0.item<int64_t>() == mine ? 0 : 1, torch::kInt64);
-  s.group->all_reduce_sum({differing});
-  if (const int64_t n = differing.item<int64_t>())
+  if (const int64_t n = ranks_differing_from_rank0(*s.group, static_cast<int64_t>(std::hash<std::string>{}(text))))
     throw ConfigError(std::to_string(n) + " of " + std::to_string(s.world.size) +
                       " ranks were started with a config other than rank 0's (same file, --set overrides and "
                       "checkpoint needed on every rank)");

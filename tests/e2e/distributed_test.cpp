@@ -64,6 +64,12 @@ TEST(Distributed, TwoRanksTrainLikeOneProcessWithTheGlobalBatch) {
   EXPECT_NE(ranks.output.find("data-parallel: rank 0 of 2 (torchrun launcher, gloo)"), std::string::npos) << ranks.output;
   EXPECT_NE(ranks.output.find("eval epoch 2: "), std::string::npos) << ranks.output;
   EXPECT_NE(ranks.output.find("/75) top5"), std::string::npos) << ranks.output;
+  for (const char* epoch : {"epoch 1/2 done", "epoch 2/2 done"}) {  // the ranks' weights, compared bit for bit
+    const size_t line = ranks.output.find(epoch);
+    ASSERT_NE(line, std::string::npos) << ranks.output;
+    EXPECT_NE(ranks.output.substr(line, ranks.output.find('\n', line) - line).find("weights identical on 2 ranks"),
+              std::string::npos) << ranks.output;
+  }
 
   expect_near(weights(dir / "one" / "last.pt"), weights(dir / "two" / "last.pt"));
   EXPECT_EQ(LoadedCheckpoint(dir / "two" / "last.pt").meta().step, LoadedCheckpoint(dir / "one" / "last.pt").meta().step);

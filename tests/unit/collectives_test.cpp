@@ -7,6 +7,7 @@
 #include "support/fixtures.hpp"
 #include "trainer/dist/collectives.hpp"
 #include "trainer/dist/grad_reducer.hpp"
+#include "trainer/dist/replica_check.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/sync_batch_norm.hpp"
 #include "trainer/util/error.hpp"
@@ -187,6 +188,30 @@ TEST(SyncBatchNorm, ResNetGradientsOfTwoRanksAreThoseOfOneBatch) {
     const double scale = p.value().grad().abs().max().item<double>();
     EXPECT_LE((sum - p.value().grad()).abs().max().item<double>(), 1e-9 * scale) << p.key();
   }
+}
+
+// The per-epoch replica check: two ranks with the same weights agree; one bit flipped on rank 1 (0.0 -> -0.0,
+// equal as numbers) is found.
+TEST(ReplicaCheck, FindsARankWhoseWeightsDifferByOneBit) {
+  const std::vector<torch::Tensor> weights{torch::zeros({3, 4}), torch::arange(10, torch::kDouble),
+                                           torch::ones({2}, torch::kHalf)};
+  EXPECT_EQ(bit_checksum(weights), bit_checksum({weights[0].clone(), weights[1].clone(), weights[2].clone()}));
+  auto flipped = weights[0].clone();
+  flipped[1][2] = -0.0;
+  EXPECT_NE(bit_checksum(weights), bit_checksum({flipped, weights[1], weights[2]}));
+  const int port = testing::free_loopback_port();
+  std::vector<int64_t> same(2), differing(2);
+  auto rank = [&](int64_t k) {
+    Collectives group(loopback(k, 2, port), CollectivesOptions{std::chrono::seconds(20)});
+    same[k] = ranks_differing_from_rank0(group, weights);
+    differing[k] = ranks_differing_from_rank0(group, k == 1 ? std::vector<torch::Tensor>{flipped, weights[1], weights[2]}
+                                                            : weights);
+  };
+  std::thread other(rank, 1);
+  rank(0);
+  other.join();
+  EXPECT_EQ(same, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(differing, (std::vector<int64_t>{1, 1}));
 }
 
 // run.dist_backend: auto is Gloo on the CPU and NCCL on CUDA where the build has it; nccl on the CPU, or in a

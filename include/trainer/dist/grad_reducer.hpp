@@ -31,6 +31,9 @@ class GradReducer {
 
   int64_t buckets() const { return static_cast<int64_t>(buckets_.size()); }
   int64_t bytes_per_step() const;  // bytes all-reduced per optimizer step
+  // Seconds spent in finish() since the last call: the communication backward did not hide, which a step waits
+  // for. Meaningful where collectives block the host (Gloo); NCCL's finish() only queues the GPU's wait.
+  double take_waited_seconds();
 
  private:
   struct Bucket {
@@ -52,6 +55,7 @@ class GradReducer {
   std::vector<bool> arrived_;       // per parameter, since arm()
   std::vector<unsigned> hooks_;
   bool armed_ = false;
+  double waited_seconds_ = 0.0;
 };
 
 }  // namespace trainer

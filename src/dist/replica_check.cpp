@@ -1,0 +1,48 @@
+#include "trainer/dist/replica_check.hpp"
+
+#include <torch/torch.h>
+
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace {
+
+torch::ScalarType same_width_integer(const torch::Tensor& t) {
+  switch (t.element_size()) {
+    case 1: return torch::kInt8;
+    case 2: return torch::kInt16;
+    case 4: return torch::kInt32;
+    case 8: return torch::kInt64;
+  }
+  throw Error("bit_checksum: unsupported element size " + std::to_string(t.element_size()), 1);
+}
+
+}  // namespace
+
+int64_t bit_checksum(const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  int64_t sum = 0;
+  for (const auto& t : tensors) {
+    if (!t.defined() || t.numel() == 0) continue;
+    const auto bits = t.detach().contiguous().view(same_width_integer(t));
+    // Integer sums wrap; unsigned arithmetic keeps that defined here.
+    sum = static_cast<int64_t>(static_cast<uint64_t>(sum) +
+                               static_cast<uint64_t>(bits.sum(torch::kInt64).item<int64_t>()));
+  }
+  return sum;
+}
+
+int64_t ranks_differing_from_rank0(Collectives& group, const std::vector<torch::Tensor>& tensors) {
+  return ranks_differing_from_rank0(group, bit_checksum(tensors));
+}
+
+int64_t ranks_differing_from_rank0(Collectives& group, int64_t mine) {
+  auto rank0 = torch::tensor(mine, torch::kInt64);
+  group.broadcast({rank0}, 0);
+  auto differing = torch::tensor(rank0.item<int64_t>() == mine ? 0 : 1, torch::kInt64);
+  group.all_reduce_sum({differing});
+  return differing.item<int64_t>();
+}
+
+}  // namespace trainer
