@@ -232,9 +232,10 @@ void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run) {
   Session& s = r.s;
   const TrainFigures& f = run.figures;
   if (!std::isfinite(f.loss)) throw non_finite(r, "the training loss", f.loss, "in epoch " + std::to_string(epoch + 1));
+  const std::string replicas = check_replicas(r, epoch, f);  // every rank: collectives
   r.log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%{}{}{}",
              epoch + 1, s.config.train.epochs, f.seconds, f.loss, f.top1, f.images_per_s(),
-             100.0 * f.data_wait_share(), check_replicas(r, epoch, f),
+             100.0 * f.data_wait_share(), replicas,
              run.start_batch > 0 ? fmt::format(" (resumed at batch {})", run.start_batch) : std::string(),
              s.scaler.enabled() ? fmt::format(", loss scale {:g}, {} skipped step(s) in all", s.scaler.scale_value(),
                                               s.scaler.skipped_steps())

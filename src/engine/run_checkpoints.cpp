@@ -33,9 +33,8 @@ RunCheckpoints::RunCheckpoints(const Session& s)
     : dir_(s.run_dir),
       last_(s.run_dir.empty() ? fs::path() : s.run_dir / "last.pt"),
       resolved_config_(config_to_json(s.config)),
-      keep_last_(s.config.train.keep_last) {
-  distributed_ = s.group != nullptr;
-}
+      keep_last_(s.config.train.keep_last),
+      distributed_(s.group != nullptr) {}
 
 std::string RunCheckpoints::last_good() const {
   if (dir_.empty()) return std::string();  // a rank other than 0: rank 0's error says

@@ -177,12 +177,16 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
       auto* group = s.group.get();
       const int64_t layers =
           sync_batch_norm(*s.model, [group](const std::vector<torch::Tensor>& t) { group->all_reduce_sum(t); });
-      if (layers == 0) s.logs.main->warn("model.sync_batchnorm: {} has no BatchNorm layer; nothing to synchronise", c.model.arch);
-      else s.logs.main->info("model.sync_batchnorm: {} BatchNorm layers take their statistics over {} ranks", layers, s.world.size);
+      if (layers == 0)
+        s.logs.main->warn("model.sync_batchnorm: {} has no BatchNorm layer; nothing to synchronise", c.model.arch);
+      else
+        s.logs.main->info("model.sync_batchnorm: {} BatchNorm layers take their statistics over {} ranks", layers,
+                          s.world.size);
     }
     s.reducer = std::make_unique<GradReducer>(s.model->parameters(), *s.group,
                                               static_cast<int64_t>(c.run.dist_bucket_mb * 1024 * 1024));
-    s.logs.main->info("data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced per step",
+    s.logs.main->info("data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced "
+                      "per step",
                       s.world.rank, s.world.size, s.world.launcher, enum_name(dist_backends(), s.group->backend()),
                       s.reducer->buckets(),
                       static_cast<double>(s.reducer->bytes_per_step()) / (1024.0 * 1024.0));

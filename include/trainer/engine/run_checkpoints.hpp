@@ -48,9 +48,9 @@ class RunCheckpoints {
   void write(const Session& session, const std::vector<std::filesystem::path>& also, const GeneratorRows& ranks);
 
   std::filesystem::path dir_, last_;
-  bool distributed_ = false;
   nlohmann::json resolved_config_;
   int64_t keep_last_;
+  bool distributed_;  // every rank takes part in a save; rank 0 writes
 };
 
 }  // namespace trainer
