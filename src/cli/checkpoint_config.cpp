@@ -41,6 +41,9 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
   for (const auto& o : overrides) apply_override(j, o);
   CheckpointConfig result{parse_config(j), {}};
   if (result.config.run.name.empty()) result.config.run.name = saved.value("run", json::object()).value("name", "");
+  // A config that leaves model.num_classes to the data means the count the run resolved and saved.
+  if (result.config.model.num_classes == 0)
+    result.config.model.num_classes = saved.value("model", json::object()).value("num_classes", int64_t{0});
   collect_changes(saved, config_to_json(result.config), "", result.changes);
   for (const auto& change : result.changes)
     if (refused_on_resume(change.key))

@@ -174,6 +174,7 @@ void check_layout(Report& report, const Config* config, const std::optional<Imag
   torch::Device device = torch::kCPU;
   if (config) {
     model = config->model;
+    if (model.num_classes == 0) model.num_classes = 10;  // resolved from the data at run time; any count probes alike
     input = shape.value_or(ImageShape{config->data.augment.image_size, config->data.augment.image_size,
                                       config->model.in_channels});
     try {
@@ -185,6 +186,7 @@ void check_layout(Report& report, const Config* config, const std::optional<Imag
     model.arch = "resnet18";
     model.stem = StemKind::small;
     model.in_channels = 3;
+    model.num_classes = 10;
   }
   const std::string subject = model.arch + " at " + std::to_string(input.height) + "x" + std::to_string(input.width) +
                               " on " + device.str();

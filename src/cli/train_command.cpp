@@ -104,7 +104,7 @@ int train_new(const TrainArgs& args) {
   Session s = make_session(config, run_dir, rank_logs(run_dir, writer), nullptr, group);
   // Only now does the folder count as a run: a start that failed (bad data, weights that do not fit)
   // can be fixed and rerun into the same folder.
-  if (writer) write_resolved_config(run_dir, config);
+  if (writer) write_resolved_config(run_dir, s.config);  // model.num_classes resolved from the data
   s.logs.main->info("run folder {} (config {})", run_dir.string(), args.config);
   return finish(s, fit(s, fit_limits(args)));
 }
@@ -149,9 +149,9 @@ int train_smoke(const TrainArgs& args) {
   } else {
     run_dir = prepare_new_run_dir(config, args.output_dir);
   }
-  write_resolved_config(run_dir, config);
   {
     Session first = make_session(config, run_dir, make_run_logs(run_dir), nullptr);
+    write_resolved_config(run_dir, first.config);
     first.logs.main->info("smoke: run folder {}; epoch 1, then resume for epoch 2", run_dir.string());
     fit(first, {/*epoch=*/1, std::nullopt});
   }

@@ -83,7 +83,10 @@ void check_interval(const std::string& key, const std::vector<double>& v, double
 void validate(const Config& c) {
   check_channels("mean", c.data.mean, c.model.in_channels);
   check_channels("std", c.data.std, c.model.in_channels);
-  if (!c.data.class_names.empty() && static_cast<int64_t>(c.data.class_names.size()) != c.model.num_classes)
+  if (c.model.num_classes == 1)
+    throw ConfigError("model.num_classes: expected 0 (the training set's count) or at least 2, got 1");
+  if (!c.data.class_names.empty() && c.model.num_classes > 0 &&
+      static_cast<int64_t>(c.data.class_names.size()) != c.model.num_classes)
     throw ConfigError("data.class_names: expected model.num_classes (" + std::to_string(c.model.num_classes) +
                       ") names, got " + std::to_string(c.data.class_names.size()));
   for (double s : c.data.std)

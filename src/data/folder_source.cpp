@@ -49,9 +49,9 @@ fs::path under_root(const DataConfig& data, const std::string& name) {
 }
 
 void check_class_count(const fs::path& where, size_t found, int64_t num_classes) {
-  if (static_cast<int64_t>(found) != num_classes)
+  if (num_classes != 0 && static_cast<int64_t>(found) != num_classes)
     throw DataError(where.string() + ": " + std::to_string(found) + " classes, but model.num_classes is " +
-                    std::to_string(num_classes));
+                    std::to_string(num_classes) + " (leave model.num_classes out, or 0, to take the folder's count)");
 }
 
 }  // namespace
@@ -68,6 +68,8 @@ std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bo
     classes = list_class_folders(train_dir);
     check_class_count(train_dir, classes.size(), num_classes);
   } else {
+    if (num_classes == 0)
+      throw DataError(train_dir.string() + ": no such folder, so the classes cannot be counted; set model.num_classes");
     for (int64_t c = 0; c < num_classes; ++c) classes.push_back(std::to_string(c));
   }
   FileList files;

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "trainer/util/error.hpp"
@@ -111,6 +112,8 @@ MnistIdx::MnistIdx(const IdxFiles& files, int64_t num_classes) : files_(files) {
   cols_ = image_dims[2];
   pixels_.erase(pixels_.begin(), pixels_.begin() + 16);
   labels_.erase(labels_.begin(), labels_.begin() + 8);
+  if (num_classes == 0)  // model.num_classes from the data: the largest label + 1
+    for (const uint8_t label : labels_) num_classes = std::max<int64_t>(num_classes, int64_t{label} + 1);
   for (size_t i = 0; i < labels_.size(); ++i)
     if (labels_[i] >= num_classes)
       throw DataError(files.labels.string() + ": label " + std::to_string(labels_[i]) + " at index " +

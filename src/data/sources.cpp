@@ -6,6 +6,7 @@
 #include "trainer/data/mnist_idx.hpp"
 #include "trainer/data/subset.hpp"
 #include "trainer/data/synthetic.hpp"
+#include "trainer/util/error.hpp"
 
 namespace trainer {
 
@@ -24,6 +25,8 @@ std::shared_ptr<const ImageSource> open_imagenet(const Config& c, Split split) {
 }
 
 std::shared_ptr<const ImageSource> open_synthetic(const Config& c, Split split) {
+  if (c.model.num_classes == 0)
+    throw ConfigError("model.num_classes: data.kind synthetic has no classes of its own; set model.num_classes");
   const auto& s = c.data.synthetic;
   const bool train = split != Split::eval;
   // The eval split gets its own images: a different seed stream, never the training samples.

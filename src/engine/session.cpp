@@ -108,6 +108,8 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   // Opening a folder dataset lists every file (1.28 million for ImageNet): the log says how long it took.
   const auto open_start = Clock::now();
   s.train_data = make_source(c, Split::train);
+  const bool classes_from_data = c.model.num_classes == 0;
+  if (classes_from_data) s.config.model.num_classes = static_cast<int64_t>(s.train_data->class_names().size());
   s.eval_data = make_source(c, Split::eval);
   const double open_seconds = seconds_since(open_start);
   const auto train_shape = s.train_data->shape(), eval_shape = s.eval_data->shape();
@@ -118,6 +120,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   s.logs.main->info("train data: {}", s.train_data->describe());
   s.logs.main->info("eval data:  {}", s.eval_data->describe());
   s.logs.main->info("data opened in {:.2f}s", open_seconds);
+  if (classes_from_data) s.logs.main->info("model.num_classes {} (from the training data)", c.model.num_classes);
   s.train_bad = std::make_shared<BadSamples>("train", s.train_data->size(), c.data.max_bad_fraction, s.logs.main);
   s.eval_bad = std::make_shared<BadSamples>("eval", s.eval_data->size(), c.data.max_bad_fraction, s.logs.main);
 

@@ -51,6 +51,9 @@ std::vector<std::string> model_names() {
 void check_model_arch(const ModelConfig& model) { find_builder(model.arch); }
 
 ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
+  if (model.num_classes < 2)
+    throw ConfigError("model.num_classes is " + std::to_string(model.num_classes) +
+                      ": a model needs at least 2 classes (0 is resolved from the training set when a run starts)");
   if (input.channels != model.in_channels)
     throw ConfigError("model.in_channels: the data has " + std::to_string(input.channels) +
                       " channel(s) but model.in_channels is " + std::to_string(model.in_channels));

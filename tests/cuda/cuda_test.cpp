@@ -27,6 +27,7 @@ const torch::Device kCuda(torch::kCUDA, 0);
 ClassifierPtr resnet18_small(uint64_t seed, const torch::Device& device) {
   torch::manual_seed(seed);
   ModelConfig m;
+  m.num_classes = 10;
   m.arch = "resnet18";
   m.stem = StemKind::small;
   m.in_channels = 3;
@@ -156,6 +157,7 @@ TEST(CudaTransfer, PinnedBatchesArriveIntactAndInOrder) {
 TEST(CudaLayout, ChannelsLastKernelsPassTheSelfCheck) {
   REQUIRE_CUDA();
   ModelConfig m;
+  m.num_classes = 10;
   m.arch = "resnet50";
   m.in_channels = 3;
   m.num_classes = 1000;

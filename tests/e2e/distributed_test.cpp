@@ -28,8 +28,15 @@ CommandResult run_ranks(int world, const std::string& args, const fs::path& logs
   return run_command("bash -c '" + script + "'");
 }
 
+// mnist_cnn for the 10 classes of write_mnist_dir.
+ModelConfig mnist_cnn() {
+  ModelConfig m;
+  m.num_classes = 10;
+  return m;
+}
+
 // A checkpoint's parameters and then its buffers (BatchNorm's running statistics), in the model's order.
-std::vector<torch::Tensor> weights(const fs::path& checkpoint, const ModelConfig& m = {}) {
+std::vector<torch::Tensor> weights(const fs::path& checkpoint, const ModelConfig& m = mnist_cnn()) {
   const LoadedCheckpoint c(checkpoint);
   auto model = build_model(m, {28, 28, 1});
   c.restore_model(*model);
@@ -98,6 +105,7 @@ TEST(Distributed, SyncBatchNormTrainsLikeOneProcess) {
   EXPECT_NE(ranks.output.find("model.sync_batchnorm: 20 BatchNorm layers take their statistics over 2 ranks"),
             std::string::npos) << ranks.output;
   ModelConfig m;
+  m.num_classes = 10;
   m.arch = "resnet18";
   m.stem = StemKind::small;
   const auto a = weights(dir / "one" / "last.pt", m), b = weights(dir / "two" / "last.pt", m);

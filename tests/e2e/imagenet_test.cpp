@@ -13,6 +13,7 @@ using namespace trainer::testing;
 using nlohmann::json;
 
 // resnet18 with the small stem on 32 px crops of a 3-class ImageNet-layout folder: 12 train, 6 val images.
+// model.num_classes is left to the data, as the shipped folder configs do.
 struct FolderRun {
   TempDir dir;
   fs::path config;
@@ -21,7 +22,7 @@ struct FolderRun {
     json c = {{"run", {{"seed", 4}, {"threads", 2}}},
               {"data", {{"kind", "imagenet"}, {"root", (dir / "imagenet").string()}, {"batch_size", 4},
                         {"eval_batch_size", 4}, {"workers", 2}, {"augment", {{"image_size", 32}}}}},
-              {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"num_classes", spec.classes}, {"stem", "small"}}},
+              {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"stem", "small"}}},
               {"optim", {{"lr", 0.05}}},
               {"train", {{"epochs", 2}, {"log_every", 1}}}};
     c.merge_patch(overrides);
@@ -52,6 +53,12 @@ TEST(ImageNetLayout, TrainEvalAndResumeEndToEnd) {
   const json resolved = json::parse(read_text(straight / "config.resolved.json"));
   EXPECT_EQ(resolved["data"]["mean"], json({0.485, 0.456, 0.406}));
   EXPECT_EQ(resolved["data"]["augment"]["eval_resize"], 37);
+  EXPECT_NE(a.output.find("model.num_classes 3 (from the training data)"), std::string::npos) << a.output;
+  EXPECT_EQ(resolved["model"]["num_classes"], 3);
+  EXPECT_EQ(LoadedCheckpoint(straight / "last.pt").meta().config["model"]["num_classes"], 3);
+  // The config file, still without the count, evaluates the checkpoint: it means the 3 the run resolved.
+  const auto eval = trainer_cli("eval --checkpoint " + (straight / "last.pt").string() + " --config " + run.config.string());
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
 
   const auto b1 = trainer_cli("--config " + run.config.string() + " -o " + split.string() + " --stop-after-epoch 1");
   ASSERT_EQ(b1.exit_code, 0) << b1.output;
@@ -111,7 +118,9 @@ TEST(ImageNetLayout, LayoutMistakesAreExit2BeforeTraining) {
   EXPECT_FALSE(fs::exists(run.dir / "a" / "last.pt"));
   r = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "b").string() + " --set model.num_classes=4");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("3 classes, but model.num_classes is 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 classes, but model.num_classes is 4 (leave model.num_classes out, or 0, to take the "
+                          "folder's count)"),
+            std::string::npos) << r.output;
   fs::remove_all(run.dir / "imagenet" / "train");
   r = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "c").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -51,6 +51,7 @@ TEST(Collectives, TwoRanksSumAndBroadcastOverLoopback) {
 // with buckets small enough that several all-reduces run during backward.
 TEST(GradReducer, TwoRanksAverageToTheFullBatchGradient) {
   ModelConfig m;  // mnist_cnn: no BatchNorm, no dropout
+  m.num_classes = 10;
   torch::manual_seed(4);
   const auto x = torch::randn({16, 1, 12, 12});
   const auto y = torch::randint(0, 10, {16});
@@ -159,6 +160,7 @@ TEST(SyncBatchNorm, TwoRanksNormaliseLikeOneBatch) {
 // BatchNorm gives the summed parameter gradients of one batch of 16 (each rank's loss is its share of the mean).
 TEST(SyncBatchNorm, ResNetGradientsOfTwoRanksAreThoseOfOneBatch) {
   ModelConfig m;
+  m.num_classes = 10;
   m.arch = "resnet18";
   m.stem = StemKind::small;
   torch::manual_seed(5);

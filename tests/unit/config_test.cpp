@@ -76,6 +76,10 @@ TEST(Config, OutOfRangeValues) {
   json w = minimal();
   w["data"]["workers"] = -1;
   EXPECT_EQ(config_error(w), "config: data.workers: expected a number >= 0, got -1");
+  json k = minimal();
+  k["model"] = {{"num_classes", 1}};
+  EXPECT_EQ(config_error(k), "config: model.num_classes: expected 0 (the training set's count) or at least 2, got 1");
+  EXPECT_EQ(parse_config(minimal()).model.num_classes, 0);  // from the training data when the run starts
 }
 
 TEST(Config, UnknownEnumListsValidValues) {

@@ -23,6 +23,7 @@ namespace {
 ClassifierPtr small_cnn(uint64_t seed) {
   torch::manual_seed(seed);
   ModelConfig m;  // mnist_cnn: no BatchNorm, so a batch split in two gives the same gradient
+  m.num_classes = 10;
   return build_model(m, {12, 12, 1});
 }
 
@@ -270,6 +271,7 @@ TEST(WeightEma, AveragesEveryNthStepWithTheWarmupRamp) {
 
 TEST(Optimizer, NormWeightsAndBiasesGetNoWeightDecayByDefault) {
   ModelConfig m;
+  m.num_classes = 10;
   m.arch = "resnet18";
   m.in_channels = 3;
   auto model = build_model(m, {32, 32, 3});

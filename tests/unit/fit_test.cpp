@@ -61,7 +61,8 @@ TEST(FitFailure, ALibTorchErrorInAStepSavesTheLastCompletedStep) {
   EXPECT_EQ(b.meta().step, 2);
   EXPECT_EQ(b.meta().batch_in_epoch, 4);
   EXPECT_EQ(a.meta().batch_in_epoch, b.meta().batch_in_epoch);
-  auto model_a = build_model(c.model, {28, 28, 1}), model_b = build_model(c.model, {28, 28, 1});
+  auto model_a = build_model(failing.config.model, {28, 28, 1}),  // num_classes as resolved from the data
+       model_b = build_model(failing.config.model, {28, 28, 1});
   a.restore_model(*model_a);
   b.restore_model(*model_b);
   for (size_t i = 0; i < model_a->parameters().size(); ++i)
@@ -101,6 +102,7 @@ TEST(LastBatch, AutoDropsOnlyWhatTheModelCannotTrainOn) {
 
 TEST(LastBatch, BatchNormIsFoundInResNetsOnly) {
   ModelConfig m;
+  m.num_classes = 10;
   EXPECT_FALSE(has_batch_norm(*build_model(m, {28, 28, 1})));
   m.arch = "resnet18";
   EXPECT_TRUE(has_batch_norm(*build_model(m, {28, 28, 1})));

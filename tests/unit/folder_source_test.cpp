@@ -185,6 +185,7 @@ TEST(FolderSource, EvalDropsUnreadableImagesInsteadOfCountingDuplicates) {
 
   // evaluate() over the folder with the bad file gives the figures of the folder without it.
   ModelConfig m;
+  m.num_classes = 10;
   m.arch = "resnet18";
   m.stem = StemKind::small;
   m.num_classes = 3;

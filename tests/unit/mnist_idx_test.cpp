@@ -107,5 +107,14 @@ TEST(MnistIdx, LabelOutOfRange) {
             std::string::npos);
 }
 
+// model.num_classes 0: the classes are the largest label + 1.
+TEST(MnistIdx, ClassesFromTheLabelsWhenNotGiven) {
+  TempDir dir;
+  const std::vector<uint8_t> labels{1, 6, 2};
+  write_bytes(dir / "img", idx_images(labels, 28, 28, 10, 1), false);
+  write_bytes(dir / "lab", idx_labels(labels), false);
+  EXPECT_EQ(MnistIdx({dir / "img", dir / "lab"}, 0).class_names().size(), 7u);
+}
+
 }  // namespace
 }  // namespace trainer

@@ -16,6 +16,7 @@ namespace {
 
 TEST(SimpleCnn, HasTheClassicExampleLayersAndNames) {
   ModelConfig m;
+  m.num_classes = 10;
   const auto model = build_model(m, {28, 28, 1});
   std::vector<std::string> names;
   int64_t count = 0;
@@ -32,6 +33,7 @@ TEST(SimpleCnn, HasTheClassicExampleLayersAndNames) {
 
 TEST(SimpleCnn, FollowsConfiguredChannelsClassesAndSize) {
   ModelConfig m;
+  m.num_classes = 10;
   m.in_channels = 3;
   m.num_classes = 4;
   const auto model = build_model(m, {12, 10, 3});
@@ -41,6 +43,7 @@ TEST(SimpleCnn, FollowsConfiguredChannelsClassesAndSize) {
 
 TEST(ModelFactory, UnknownArchListsTheValidOnes) {
   ModelConfig m;
+  m.num_classes = 10;
   m.arch = "mnist_cnnn";
   try {
     check_model_arch(m);
@@ -284,6 +287,7 @@ TEST(LayoutCheck, AutoMeansResNetsOnCuda) {
   m.channels_last = Switch::off;
   EXPECT_FALSE(wants_channels_last(m, torch::Device(torch::kCUDA, 0)));
   ModelConfig cnn;
+  cnn.num_classes = 10;
   EXPECT_FALSE(wants_channels_last(cnn, torch::Device(torch::kCUDA, 0)));
 }
 

@@ -13,6 +13,7 @@ using testing::TempDir;
 
 ClassifierPtr small_resnet(int64_t classes, uint64_t seed) {
   ModelConfig m;
+  m.num_classes = 10;
   m.arch = "resnet18";
   m.in_channels = 3;
   m.num_classes = classes;

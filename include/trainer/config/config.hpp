@@ -194,7 +194,7 @@ inline const EnumTable<StemKind>& stem_kinds() {
 struct ModelConfig {
   std::string arch = "mnist_cnn";
   int64_t in_channels = 1;
-  int64_t num_classes = 10;
+  int64_t num_classes = 0;  // 0: the training set's class count, set when a run starts
   StemKind stem = StemKind::imagenet;
   double dropout = 0.0;  // before each fully connected layer
   bool zero_init_residual = false;
@@ -207,7 +207,10 @@ struct ModelConfig {
   void visit(V& v) {
     v.field("arch", arch, "model architecture");
     v.field("in_channels", in_channels, "input image channels", Range::at_least(1));
-    v.field("num_classes", num_classes, "number of classes", Range::at_least(2));
+    v.field("num_classes", num_classes,
+            "number of classes; 0 (the default) takes the training set's: its class folders, or the largest MNIST "
+            "label + 1. The resolved number is written to config.resolved.json and checkpoints",
+            Range::at_least(0));
     v.choice("stem", stem, stem_kinds(), "ResNet stem: imagenet (7x7/2 conv + max-pool) or small (3x3/1 conv)");
     v.field("dropout", dropout, "dropout probability before the classifier layers", Range::between(0, 0.99));
     v.field("zero_init_residual", zero_init_residual,

@@ -22,7 +22,8 @@ class MnistIdx final : public ImageSource {
   // Finds <prefix>-images*/<prefix>-labels* in `root` (prefix "train" or "t10k"), preferring uncompressed.
   static IdxFiles find_files(const std::filesystem::path& root, const std::string& prefix);
 
-  // Validates magic numbers, dimensions, sizes, matching counts and labels < num_classes.
+  // Validates magic numbers, dimensions, sizes, matching counts and labels < num_classes (0: the largest label
+  // + 1, so class_names() gives the count).
   MnistIdx(const IdxFiles& files, int64_t num_classes);
 
   size_t size() const override { return labels_.size(); }
