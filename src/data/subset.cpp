@@ -1,5 +1,7 @@
 #include "trainer/data/subset.hpp"
 
+#include "trainer/util/error.hpp"
+
 namespace trainer {
 namespace {
 
@@ -67,6 +69,9 @@ std::shared_ptr<const ImageSource> make_shard(std::shared_ptr<const ImageSource>
 std::shared_ptr<const ImageSource> with_class_names(std::shared_ptr<const ImageSource> base,
                                                     std::vector<std::string> names) {
   if (names.empty()) return base;
+  if (names.size() != base->class_names().size())  // model.num_classes was taken from the data
+    throw ConfigError("data.class_names: " + std::to_string(names.size()) + " names, but the data has " +
+                      std::to_string(base->class_names().size()) + " classes");
   return std::make_shared<RenamedSource>(std::move(base), std::move(names));
 }
 

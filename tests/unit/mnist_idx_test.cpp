@@ -2,6 +2,7 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/data/mnist_idx.hpp"
+#include "trainer/data/subset.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -113,7 +114,15 @@ TEST(MnistIdx, ClassesFromTheLabelsWhenNotGiven) {
   const std::vector<uint8_t> labels{1, 6, 2};
   write_bytes(dir / "img", idx_images(labels, 28, 28, 10, 1), false);
   write_bytes(dir / "lab", idx_labels(labels), false);
-  EXPECT_EQ(MnistIdx({dir / "img", dir / "lab"}, 0).class_names().size(), 7u);
+  const auto source = std::make_shared<MnistIdx>(IdxFiles{dir / "img", dir / "lab"}, 0);
+  EXPECT_EQ(source->class_names().size(), 7u);
+  // data.class_names must then name that many classes.
+  try {
+    with_class_names(source, {"a", "b", "c"});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "config: data.class_names: 3 names, but the data has 7 classes");
+  }
 }
 
 }  // namespace
