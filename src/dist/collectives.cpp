@@ -109,7 +109,7 @@ struct Collectives::Impl {
 };
 
 Collectives::Collectives(const World& world, const CollectivesOptions& o) : impl_(std::make_unique<Impl>()) {
-  const auto timeout = o.timeout;
+  const std::chrono::milliseconds timeout = o.timeout;  // the store's, the group's and every wait's
   impl_->world = world;
   impl_->timeout = timeout;
   impl_->backend = o.backend;

@@ -22,15 +22,13 @@ torch::ScalarType same_width_integer(const torch::Tensor& t) {
 
 int64_t bit_checksum(const std::vector<torch::Tensor>& tensors) {
   torch::NoGradGuard no_grad;
-  int64_t sum = 0;
+  torch::Tensor sum;  // on the tensors' device: one read back for all of them, not one per tensor
   for (const auto& t : tensors) {
     if (!t.defined() || t.numel() == 0) continue;
-    const auto bits = t.detach().contiguous().view(same_width_integer(t));
-    // Integer sums wrap; unsigned arithmetic keeps that defined here.
-    sum = static_cast<int64_t>(static_cast<uint64_t>(sum) +
-                               static_cast<uint64_t>(bits.sum(torch::kInt64).item<int64_t>()));
+    const auto part = t.detach().contiguous().view(same_width_integer(t)).sum(torch::kInt64);  // int64 sums wrap
+    sum = sum.defined() ? sum + part.to(sum.device()) : part;
   }
-  return sum;
+  return sum.defined() ? sum.item<int64_t>() : 0;
 }
 
 int64_t ranks_differing_from_rank0(Collectives& group, const std::vector<torch::Tensor>& tensors) {
