@@ -34,7 +34,7 @@ void time_model_steps(Session& s, const BenchArgs& a, std::vector<double>& compu
   const int64_t batch = c.data.batch_size, total = a.warmup + a.steps;
   const ImageShape shape = s.train_data->shape();
   ImageBatch fixed{torch::randint(0, 256, {batch, shape.height, shape.width, shape.channels}, torch::kUInt8),
-                   torch::randint(0, c.model.num_classes, {batch}, torch::kLong)};
+                   torch::randint(0, c.model.num_classes, {batch}, torch::kLong), {}};
   for (int64_t i = 0; i < total; ++i) {
     const auto start = Clock::now();
     train_micro_batch_synced(s, fixed, i % c.train.accumulate_steps);

@@ -86,8 +86,11 @@ void check_range(const std::string& path, double value, const Range& range) {
 }
 
 std::string read_enum_name(const json& j, const std::string& path, const std::vector<std::string>& valid) {
-  if (!j.is_string() && !j.is_boolean()) type_error(path, "one of " + join(valid), j);
-  const auto name = j.is_boolean() ? std::string(j.get<bool>() ? "true" : "false") : j.get<std::string>();
+  // Names may be booleans ("true", "false") or integers ("0": random erasing's value) written bare in JSON.
+  if (!j.is_string() && !j.is_boolean() && !j.is_number_integer()) type_error(path, "one of " + join(valid), j);
+  const auto name = j.is_boolean()          ? std::string(j.get<bool>() ? "true" : "false")
+                    : j.is_number_integer() ? j.dump()
+                                            : j.get<std::string>();
   for (const auto& v : valid)
     if (v == name) return name;
   const std::string guess = closest_match(name, valid);

@@ -70,14 +70,32 @@ void resolve(Config& c) {
   const DataKindRow& kind = data_kind_row(c.data.kind);
   if (c.data.mean.empty()) c.data.mean = kind.mean;
   if (c.data.std.empty()) c.data.std = kind.std;
-  if (c.data.augment.eval_resize == 0)
-    c.data.augment.eval_resize = static_cast<int64_t>(std::lround(static_cast<double>(c.data.augment.image_size) / 0.875));
+  AugmentConfig& a = c.data.augment;
+  if (a.eval_crop == 0) a.eval_crop = a.image_size;
+  if (a.eval_resize == 0) a.eval_resize = static_cast<int64_t>(std::lround(static_cast<double>(a.eval_crop) / 0.875));
 }
 
 void check_interval(const std::string& key, const std::vector<double>& v, double lo, double hi) {
   if (v.size() != 2 || !(v[0] > lo) || !(v[0] <= v[1]) || !(v[1] <= hi))
     throw ConfigError(key + ": expected [min, max] with " + format_number(lo) + " < min <= max" +
                       (std::isfinite(hi) ? " <= " + format_number(hi) : "") + ", got " + nlohmann::json(v).dump());
+}
+
+void check_pixel_augments(const AugmentConfig& a, int64_t channels) {
+  const AutoAugmentConfig& p = a.auto_augment;
+  if (p.magnitude >= p.num_magnitude_bins)
+    throw ConfigError("data.augment.auto_augment.magnitude: expected a bin 0 .. num_magnitude_bins - 1 (" +
+                      std::to_string(p.num_magnitude_bins - 1) + "), got " + std::to_string(p.magnitude));
+  if (p.chain_depth == 0)
+    throw ConfigError("data.augment.auto_augment.chain_depth: expected -1 (1 to 3 at random) or >= 1, got 0");
+  if (p.fill.size() != 1 && static_cast<int64_t>(p.fill.size()) != channels)
+    throw ConfigError("data.augment.auto_augment.fill: expected 1 or model.in_channels (" + std::to_string(channels) +
+                      ") values, got " + std::to_string(p.fill.size()));
+  for (double f : p.fill)
+    if (!(f >= 0 && f <= 255))
+      throw ConfigError("data.augment.auto_augment.fill: expected values in 0 .. 255, got " + format_number(f));
+  check_interval("data.augment.random_erasing.scale", a.random_erasing.scale, 0.0, 1.0);
+  check_interval("data.augment.random_erasing.ratio", a.random_erasing.ratio, 0.0, HUGE_VAL);
 }
 
 void validate(const Config& c) {
@@ -95,9 +113,13 @@ void validate(const Config& c) {
   const AugmentConfig& a = c.data.augment;
   check_interval("data.augment.scale", a.scale, 0.0, 1.0);
   check_interval("data.augment.ratio", a.ratio, 0.0, HUGE_VAL);
-  if (a.eval_resize < a.image_size)
-    throw ConfigError("data.augment.eval_resize: expected 0 or a size >= data.augment.image_size (" +
-                      std::to_string(a.image_size) + "), got " + std::to_string(a.eval_resize));
+  if (a.eval_crop < 8)
+    throw ConfigError("data.augment.eval_crop: expected 0 (image_size) or a size >= 8, got " +
+                      std::to_string(a.eval_crop));
+  if (a.eval_resize < a.eval_crop)
+    throw ConfigError("data.augment.eval_resize: expected 0 or a size >= data.augment.eval_crop (" +
+                      std::to_string(a.eval_crop) + "), got " + std::to_string(a.eval_resize));
+  check_pixel_augments(a, c.model.in_channels);
   const ScheduleRow& schedule = schedule_row(c.schedule.kind);
   if (schedule.decays_to_min_lr && c.schedule.min_lr > base_learning_rate(c))
     throw ConfigError("schedule.min_lr: expected a value <= the base learning rate (" +

@@ -43,16 +43,20 @@ class SchemaWriter {
   void choice(const char* key, const E& value, const EnumTable<E>& table, const char* doc) {
     // Names "true" and "false" are JSON booleans (see Switch).
     auto as_json = [](const std::string& name) {
+      if (is_integer_name(name)) return nlohmann::json(std::stoll(name));
       return is_boolean_name(name) ? nlohmann::json(name == "true") : nlohmann::json(name);
     };
     nlohmann::json names = nlohmann::json::array();
-    bool booleans = false;
+    bool booleans = false, integers = false;
     for (const auto& entry : table) {
       names.push_back(as_json(entry.first));
       booleans = booleans || is_boolean_name(entry.first);
+      integers = integers || is_integer_name(entry.first);
     }
     add(key, {{"description", doc},
-              {"type", booleans ? nlohmann::json::array({"string", "boolean"}) : nlohmann::json("string")},
+              {"type", booleans   ? nlohmann::json::array({"string", "boolean"})
+                        : integers ? nlohmann::json::array({"string", "integer"})
+                                   : nlohmann::json("string")},
               {"enum", names},
               {"default", as_json(enum_name(table, value))}});
   }
@@ -62,6 +66,18 @@ class SchemaWriter {
     SchemaWriter sub;
     value.visit(sub);
     add(key, sub.take());
+  }
+
+  // The object, or its "name" alone as a string.
+  template <class S>
+  void named_section(const char* key, S& value) {
+    SchemaWriter sub;
+    value.visit(sub);
+    nlohmann::json object = sub.take();
+    nlohmann::json name = object["properties"]["name"];
+    name.erase("default");
+    add(key, {{"description", "a name, or an object with \"name\" and parameters"},
+              {"anyOf", nlohmann::json::array({name, object})}});
   }
 
   nlohmann::json take() {

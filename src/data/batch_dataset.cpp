@@ -16,33 +16,42 @@ constexpr int kReplacementAttempts = 16;
 }  // namespace
 
 BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context,
-                           std::shared_ptr<BadSamples> bad, BadSlot bad_slot)
+                           std::shared_ptr<BadSamples> bad, BadSlot bad_slot,
+                           std::shared_ptr<const SampleAugment> augment)
     : source_(std::move(source)),
       shape_(source_->shape()),
       pin_memory_(pin_memory),
       context_(context),
       bad_(std::move(bad)),
-      bad_slot_(bad_slot) {}
+      bad_slot_(bad_slot),
+      augment_(std::move(augment)) {
+  if (augment_ && !augment_->active()) augment_.reset();
+}
 
 ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
   const auto n = static_cast<int64_t>(indices.size());
   auto options = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pin_memory_);
   ImageBatch batch{torch::empty({n, shape_.height, shape_.width, shape_.channels}, options),
-                   torch::empty({n}, torch::kInt64)};
+                   torch::empty({n}, torch::kInt64), {}};
   const int h = static_cast<int>(shape_.height), w = static_cast<int>(shape_.width);
   const int type = CV_8UC(static_cast<int>(shape_.channels));
   const size_t sample_bytes = static_cast<size_t>(shape_.height * shape_.width * shape_.channels);
   auto* out = batch.images.data_ptr<uint8_t>();
   auto* labels = batch.labels.data_ptr<int64_t>();
+  const bool erases = augment_ && augment_->erases();
+  if (erases) batch.erase = torch::zeros({n, kEraseColumns}, torch::kInt64);
+  const size_t size = source_->size();
   for (int64_t b = 0; b < n; ++b) {
     // The slot is a view of the batch tensor: sources write the final pixels there, with no copy after.
     cv::Mat slot(h, w, type, out + static_cast<size_t>(b) * sample_bytes);
-    const size_t wanted = indices[static_cast<size_t>(b)];
+    ReadContext context = context_;
+    context.copy = static_cast<int64_t>(indices[static_cast<size_t>(b)] / size);
+    const size_t wanted = indices[static_cast<size_t>(b)] % size;
     size_t index = wanted;
     bool dropped = false;
     for (int attempt = 1;; ++attempt) {
       try {
-        source_->read_into(index, context_, slot);
+        source_->read_into(index, context, slot);
         break;
       } catch (const DataError& e) {
         if (!bad_) throw;
@@ -63,6 +72,16 @@ ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
     if (slot.data != out + static_cast<size_t>(b) * sample_bytes)
       throw std::logic_error("image source reallocated the batch slot of sample " + std::to_string(wanted));
     labels[b] = dropped ? kDroppedLabel : source_->label(index);
+    if (augment_ && !dropped) {
+      // Drawn from the slot's sample and copy (not a replacement's), like the crop of a replaced image.
+      const uint64_t seed = sample_seed(context, wanted);
+      if (augment_->pixels()) augment_->apply(slot, seed);
+      if (erases) {
+        const EraseBox e = augment_->plan_erase(h, w, seed);
+        auto* row = batch.erase.data_ptr<int64_t>() + b * kEraseColumns;
+        row[0] = e.top, row[1] = e.left, row[2] = e.height, row[3] = e.width, row[4] = e.noise_seed;
+      }
+    }
   }
   return batch;
 }

@@ -32,12 +32,13 @@ ImageBatch DeviceStager::stage(const ImageBatch& host) {
 #ifdef TRAINER_CUDA
   if (side_) {
     const c10::cuda::CUDAStreamGuard guard(side_->stream);
-    ImageBatch out{host.images.to(device_, /*non_blocking=*/true), host.labels.to(device_, /*non_blocking=*/true)};
+    ImageBatch out{host.images.to(device_, /*non_blocking=*/true), host.labels.to(device_, /*non_blocking=*/true),
+                   host.erase};
     side_->copied.record(side_->stream);
     return out;
   }
 #endif
-  return {host.images.to(device_), host.labels.to(device_)};
+  return {host.images.to(device_), host.labels.to(device_), host.erase};
 }
 
 void DeviceStager::ready(ImageBatch& batch) {

@@ -20,7 +20,7 @@ void FolderSource::read_into(size_t i, const ReadContext& context, cv::Mat& out)
   const fs::path path = file(i);
   const std::vector<uint8_t> bytes = read_file_bytes(path);
   const ImageInfo info = probe_image(bytes);
-  const uint64_t seed = hash_combine(hash_combine(context.seed, static_cast<uint64_t>(context.epoch)), i);
+  const uint64_t seed = sample_seed(context, i);
   const int channels = static_cast<int>(channels_);
   if (info.height > 0) {
     // Size known from the header: plan first, then decode no larger than the crop needs.

@@ -21,8 +21,9 @@ namespace {
 
 SamplerOptions train_sampler_options(size_t images, const DataConfig& data, bool drop_last, uint64_t seed,
                                      int64_t epoch, size_t start_batch) {
-  return SamplerOptions{images, static_cast<size_t>(data.batch_size), seed, epoch, data.shuffle, drop_last,
-                        start_batch};
+  SamplerOptions o{images, static_cast<size_t>(data.batch_size), seed, epoch, data.shuffle, drop_last, start_batch};
+  o.repeats = static_cast<size_t>(data.repeated_augmentation.repeats);
+  return o;
 }
 
 }  // namespace
@@ -39,7 +40,10 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
   SamplerOptions order = train_sampler_options(images, data, drop_last, seed, epoch, start_batch);
   order.rank = rank;
   order.world = world;
-  return make_loader(BatchDataset(std::move(source), pin_memory, {seed, epoch}, std::move(bad)), EpochSampler(order),
+  auto augment = std::make_shared<const SampleAugment>(data.augment);
+  return make_loader(BatchDataset(std::move(source), pin_memory, {seed, epoch}, std::move(bad), BadSlot::replace,
+                                  std::move(augment)),
+                     EpochSampler(order),
                      static_cast<size_t>(data.batch_size), static_cast<size_t>(data.workers),
                      static_cast<size_t>(data.prefetch));
 }

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "trainer/data/random_erasing.hpp"
 #include "trainer/engine/mix.hpp"
 #include "trainer/util/hash.hpp"
 
@@ -22,7 +23,8 @@ double share_weight(const Session& s, int64_t images) {
 TrainedMicroBatch train_micro_batch(Session& s, const ImageBatch& batch, int64_t micro, bool last) {
   const Config& c = s.config;
   if (s.reducer) s.reducer->arm(last);
-  const auto x = to_model_input(batch.images, s.norm, s.layout.channels_last);
+  auto x = to_model_input(batch.images, s.norm, s.layout.channels_last);
+  if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
   auto y = batch.labels.to(s.device, /*non_blocking=*/true);
   // The mix draw is a function of (seed, step, micro-batch): resumed runs mix as uninterrupted ones.
   const uint64_t mix_seed = hash_combine(

@@ -84,25 +84,133 @@ inline const EnumTable<DecodeReduce>& decode_reduce_modes() {
   return table;
 }
 
+// An automatic augmentation policy (torchvision's AutoAugment, RandAugment, TrivialAugmentWide, AugMix), applied
+// to each training image after the crop and flip. See data/auto_augment.hpp.
+enum class AutoAugmentKind { none, imagenet, randaugment, trivialaugment_wide, augmix };
+inline const EnumTable<AutoAugmentKind>& auto_augment_kinds() {
+  static const EnumTable<AutoAugmentKind> table{{"none", AutoAugmentKind::none},
+                                                {"imagenet", AutoAugmentKind::imagenet},
+                                                {"randaugment", AutoAugmentKind::randaugment},
+                                                {"trivialaugment_wide", AutoAugmentKind::trivialaugment_wide},
+                                                {"augmix", AutoAugmentKind::augmix}};
+  return table;
+}
+
+// JSON: a policy name ("randaugment": its defaults) or an object with "name" and the policy's parameters.
+struct AutoAugmentConfig {
+  AutoAugmentKind name = AutoAugmentKind::none;
+  int64_t num_ops = 2;              // randaugment
+  int64_t magnitude = 9;            // randaugment: bin index
+  int64_t num_magnitude_bins = 31;  // randaugment, trivialaugment_wide
+  double magnitude_std = 0.0;       // randaugment: timm's Gaussian noise on the magnitude, in bins
+  int64_t severity = 3;             // augmix
+  int64_t mixture_width = 3;        // augmix
+  int64_t chain_depth = -1;         // augmix: -1 draws 1..3 per chain
+  double alpha = 1.0;               // augmix: Dirichlet / Beta parameter
+  Interpolation interpolation = Interpolation::nearest;
+  std::vector<double> fill{0.0};    // 1 or in_channels values, 0..255
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("name", name, auto_augment_kinds(),
+             "policy: none, imagenet (AutoAugment's ImageNet policy), randaugment, trivialaugment_wide or augmix");
+    v.field("num_ops", num_ops, "randaugment: ops applied one after another", Range::at_least(0));
+    v.field("magnitude", magnitude, "randaugment: magnitude bin, 0 .. num_magnitude_bins - 1", Range::at_least(0));
+    v.field("num_magnitude_bins", num_magnitude_bins, "randaugment and trivialaugment_wide: magnitude bins",
+            Range::at_least(2));
+    v.field("magnitude_std", magnitude_std,
+            "randaugment: standard deviation, in bins, of Gaussian noise added to the magnitude of each op (timm); 0: "
+            "torchvision's fixed magnitude", Range::at_least(0));
+    v.field("severity", severity, "augmix: magnitude bins used, 1 .. 10", Range::between(1, 10));
+    v.field("mixture_width", mixture_width, "augmix: augmentation chains mixed", Range::at_least(1));
+    v.field("chain_depth", chain_depth, "augmix: ops per chain; -1 draws 1, 2 or 3 per chain", Range::at_least(-1));
+    v.field("alpha", alpha, "augmix: Dirichlet and Beta parameter of the mixing weights", Range::greater_than(0));
+    v.choice("interpolation", interpolation, interpolations(), "resampling of the shear, translate and rotate ops");
+    v.field("fill", fill, "pixel value (0..255, one or one per channel) where a geometric op leaves the image");
+  }
+};
+
+// torchvision's ColorJitter: factors drawn uniformly in [max(0, 1 - x), 1 + x] (hue: [-x, x]), applied in a
+// random order. 0 leaves that property alone.
+struct ColorJitterConfig {
+  double brightness = 0.0, contrast = 0.0, saturation = 0.0, hue = 0.0;
+  bool enabled() const { return brightness > 0 || contrast > 0 || saturation > 0 || hue > 0; }
+
+  template <class V>
+  void visit(V& v) {
+    v.field("brightness", brightness, "brightness factor spread around 1", Range::at_least(0));
+    v.field("contrast", contrast, "contrast factor spread around 1", Range::at_least(0));
+    v.field("saturation", saturation, "saturation factor spread around 1", Range::at_least(0));
+    v.field("hue", hue, "hue shift spread around 0, at most 0.5", Range::between(0, 0.5));
+  }
+};
+
+// What random erasing writes: 0 after normalisation (the mean pixel), or per-pixel standard normal noise.
+enum class ErasingValue { zero, random };
+inline const EnumTable<ErasingValue>& erasing_values() {
+  static const EnumTable<ErasingValue> table{{"0", ErasingValue::zero}, {"random", ErasingValue::random}};
+  return table;
+}
+
+// torchvision's RandomErasing, after normalisation, on the batch (see data/random_erasing.hpp).
+struct RandomErasingConfig {
+  double prob = 0.0;
+  std::vector<double> scale{0.02, 0.33};  // erased area as a fraction of the image
+  std::vector<double> ratio{0.3, 3.3};    // aspect ratio (height / width), sampled log-uniformly
+  ErasingValue value = ErasingValue::zero;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("prob", prob, "probability that a training image has a rectangle erased; 0 disables",
+            Range::between(0, 1));
+    v.field("scale", scale, "[min, max] erased area as a fraction of the image");
+    v.field("ratio", ratio, "[min, max] aspect ratio of the erased rectangle");
+    v.choice("value", value, erasing_values(), "0 (the normalised mean) or \"random\" (standard normal noise)");
+  }
+};
+
 // Image-folder (data.kind "imagenet") transforms, with torchvision's semantics. Train: RandomResizedCrop(size,
 // scale, ratio) then RandomHorizontalFlip(hflip). Eval: Resize(eval_resize) of the shorter side, CenterCrop(size).
+// The pixel augmentations (color_jitter, auto_augment, random_erasing) apply to every data kind's training images.
 struct AugmentConfig {
   int64_t image_size = 224;
-  int64_t eval_resize = 0;                           // 0: round(image_size / 0.875), i.e. 256 for 224
+  int64_t eval_crop = 0;                             // 0: image_size (FixRes: train smaller than eval)
+  int64_t eval_resize = 0;                           // 0: round(eval_crop / 0.875), i.e. 256 for 224
   std::vector<double> scale{0.08, 1.0};              // crop area as a fraction of the image
   std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};   // crop aspect ratio (width / height), sampled log-uniformly
   double hflip = 0.5;
   Interpolation interpolation = Interpolation::bilinear;
+  ColorJitterConfig color_jitter;
+  AutoAugmentConfig auto_augment;
+  RandomErasingConfig random_erasing;
 
   template <class V>
   void visit(V& v) {
-    v.field("image_size", image_size, "output height and width of train and eval images", Range::at_least(8));
-    v.field("eval_resize", eval_resize, "eval: shorter side before the center crop (0: image_size / 0.875)",
+    v.field("image_size", image_size, "output height and width of training images (and eval images unless eval_crop)",
+            Range::at_least(8));
+    v.field("eval_crop", eval_crop, "eval: center crop size (0: image_size); larger than image_size for FixRes",
+            Range::at_least(0));
+    v.field("eval_resize", eval_resize, "eval: shorter side before the center crop (0: eval_crop / 0.875)",
             Range::at_least(0));
     v.field("scale", scale, "train: [min, max] crop area as a fraction of the image");
     v.field("ratio", ratio, "train: [min, max] crop aspect ratio (width / height)");
     v.field("hflip", hflip, "train: probability of a horizontal flip", Range::between(0, 1));
     v.choice("interpolation", interpolation, interpolations(), "resampling of the crop to image_size");
+    v.section("color_jitter", color_jitter);
+    v.named_section("auto_augment", auto_augment);
+    v.section("random_erasing", random_erasing);
+  }
+};
+
+// torchvision's RASampler: each image `repeats` times per epoch, each copy with its own augmentation, while the
+// epoch keeps the dataset's length; with data-parallel training the copies go to different ranks.
+struct RepeatedAugmentationConfig {
+  int64_t repeats = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v.field("repeats", repeats, "copies of each image per epoch (1: off; torchvision's recipe uses 4)",
+            Range::at_least(1));
   }
 };
 
@@ -147,6 +255,7 @@ struct DataConfig {
   DecodeReduce decode_reduce = DecodeReduce::automatic;
   double max_bad_fraction = 0.001;         // of the images in a split; more unreadable ones stop the run
   AugmentConfig augment;
+  RepeatedAugmentationConfig repeated_augmentation;
   SyntheticConfig synthetic;
 
   template <class V>
@@ -179,6 +288,7 @@ struct DataConfig {
     v.field("max_bad_fraction", max_bad_fraction,
             "imagenet: share of unreadable images in a split that stops the run", Range::between(0, 1));
     v.section("augment", augment);
+    v.section("repeated_augmentation", repeated_augmentation);
     v.section("synthetic", synthetic);
   }
 };

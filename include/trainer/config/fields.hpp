@@ -40,6 +40,10 @@ inline const EnumTable<Switch>& switch_values() {
   return table;
 }
 inline bool is_boolean_name(const std::string& name) { return name == "true" || name == "false"; }
+// Likewise a name of digits ("0") is a JSON integer.
+inline bool is_integer_name(const std::string& name) {
+  return !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+}
 
 // The name of `value` in its table (every enum value has one row).
 template <class E>

@@ -69,6 +69,21 @@ class JsonReader {
     sub.finish();
   }
 
+  // A section that may also be written as a bare name: "randaugment" reads as {"name": "randaugment"}.
+  template <class S>
+  void named_section(const char* key, S& value) {
+    const auto it = object_.find(key);
+    if (it != object_.end() && it->is_string()) {
+      known_.push_back(key);
+      const nlohmann::json object = {{"name", *it}};
+      JsonReader sub(object, path_ + key + ".");
+      value.visit(sub);
+      sub.finish();
+      return;
+    }
+    section(key, value);
+  }
+
   void finish() const { detail::reject_unknown_keys(object_, path_, known_); }
 
  private:
@@ -87,6 +102,7 @@ class JsonWriter {
   void choice(const char* key, const E& value, const EnumTable<E>& table, const char*) {
     const std::string& name = enum_name(table, value);
     if (is_boolean_name(name)) out_[key] = name == "true";
+    else if (is_integer_name(name)) out_[key] = std::stoll(name);
     else out_[key] = name;
   }
   template <class S>
@@ -94,6 +110,10 @@ class JsonWriter {
     JsonWriter sub;
     value.visit(sub);
     out_[key] = std::move(sub.out_);
+  }
+  template <class S>
+  void named_section(const char* key, S& value) {
+    section(key, value);
   }
   nlohmann::json take() { return std::move(out_); }
 

@@ -3,7 +3,9 @@
 // A sample that cannot be read is recorded in `bad`; for training its slot is filled with another sample,
 // chosen by (seed, epoch, index), so batches stay full and deterministic; for evaluation (BadSlot::drop) the
 // slot is zeroed and labelled kDroppedLabel, so that metrics leave it out instead of counting a duplicate.
-// Without `bad` the error propagates. Runs build their loaders through loaders.hpp.
+// Without `bad` the error propagates. Training batches also go through `augment` (sample_augment.hpp).
+// Repeated augmentation: an index i + k * size() is copy k of sample i, read with its own augmentation draws.
+// Runs build their loaders through loaders.hpp.
 //   BatchDataset ds(source, /*pin_memory=*/false, {seed, epoch}, bad);
 #pragma once
 
@@ -15,12 +17,14 @@
 #include "trainer/data/bad_samples.hpp"
 #include "trainer/data/epoch_sampler.hpp"
 #include "trainer/data/image_source.hpp"
+#include "trainer/data/sample_augment.hpp"
 
 namespace trainer {
 
 struct ImageBatch {
   torch::Tensor images;  // uint8 [B, H, W, C]
   torch::Tensor labels;  // int64 [B]
+  torch::Tensor erase;   // random erasing: int64 [B, kEraseColumns] on the CPU; undefined when off
 };
 
 // Label of a slot whose image could not be read under BadSlot::drop.
@@ -30,7 +34,8 @@ enum class BadSlot { replace, drop };
 class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, ImageBatch, std::vector<size_t>> {
  public:
   BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context = {},
-               std::shared_ptr<BadSamples> bad = nullptr, BadSlot bad_slot = BadSlot::replace);
+               std::shared_ptr<BadSamples> bad = nullptr, BadSlot bad_slot = BadSlot::replace,
+               std::shared_ptr<const SampleAugment> augment = nullptr);
   ImageBatch get_batch(std::vector<size_t> indices) override;
   torch::optional<size_t> size() const override { return source_->size(); }
 
@@ -41,6 +46,7 @@ class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, Im
   ReadContext context_;
   std::shared_ptr<BadSamples> bad_;
   BadSlot bad_slot_;
+  std::shared_ptr<const SampleAugment> augment_;
 };
 
 }  // namespace trainer

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "trainer/data/image_shape.hpp"
+#include "trainer/util/hash.hpp"
 
 namespace trainer {
 
@@ -25,7 +26,14 @@ struct Sample {
 struct ReadContext {
   uint64_t seed = 0;
   int64_t epoch = 0;
+  int64_t copy = 0;  // repeated augmentation: which copy of the image in this epoch (0 for the first)
 };
+
+// The seed of sample i's augmentation draws.
+inline uint64_t sample_seed(const ReadContext& context, size_t i) {
+  const uint64_t seed = hash_combine(hash_combine(context.seed, static_cast<uint64_t>(context.epoch)), i);
+  return context.copy == 0 ? seed : hash_combine(seed, static_cast<uint64_t>(context.copy));
+}
 
 class ImageSource {
  public:
