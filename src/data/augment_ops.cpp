@@ -70,15 +70,28 @@ void apply_op(cv::Mat& image, AugmentOp op, double magnitude, const OpSettings& 
 }
 
 std::vector<double> linspace_f32(double start, double end, int64_t steps) {
-  // ATen's CPU kernel: the first half counts up from start, the second half down from end.
+  // LibTorch's CPU kernel (AVX2 build, the one x86-64 machines run): the first half counts up from start, the
+  // second half down from end, each value one fused multiply-add; where whole pairs of 8-lane vectors fit, a
+  // vector's lanes are its first value plus lane x step (a product and a sum, rounded separately).
   const auto s = static_cast<float>(start), e = static_cast<float>(end);
-  std::vector<double> out;
   if (steps == 1) return {static_cast<double>(s)};
   const float step = (e - s) / static_cast<float>(steps - 1);
   const int64_t halfway = steps / 2;
-  for (int64_t i = 0; i < steps; ++i)
-    out.push_back(i < halfway ? static_cast<double>(s + step * static_cast<float>(i))
-                              : static_cast<double>(e - step * static_cast<float>(steps - i - 1)));
+  auto value = [&](int64_t i) {
+    return i < halfway ? std::fma(step, static_cast<float>(i), s) : std::fma(-step, static_cast<float>(steps - i - 1), e);
+  };
+  constexpr int64_t kLanes = 8;
+  std::vector<double> out(static_cast<size_t>(steps));
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= steps; i += 2 * kLanes)
+    for (int64_t first = i; first < i + 2 * kLanes; first += kLanes) {
+      const float base = value(first);
+      for (int64_t lane = 0; lane < kLanes; ++lane) {
+        const float offset = static_cast<float>(lane) * step;
+        out[static_cast<size_t>(first + lane)] = static_cast<double>(base + offset);
+      }
+    }
+  for (; i < steps; ++i) out[static_cast<size_t>(i)] = static_cast<double>(value(i));
   return out;
 }
 

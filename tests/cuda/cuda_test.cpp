@@ -139,7 +139,7 @@ TEST(CudaTransfer, PinnedBatchesArriveIntactAndInOrder) {
     for_each_device_batch(*loader, device, [&](ImageBatch& b) {
       EXPECT_EQ(b.images.device(), device);
       // A step's worth of work on the batch before the next is consumed.
-      out.push_back({b.images.to(torch::kFloat).mul(2).to(torch::kCPU), b.labels.to(torch::kCPU)});
+      out.push_back({b.images.to(torch::kFloat).mul(2).to(torch::kCPU), b.labels.to(torch::kCPU), {}});
       return true;
     });
     return out;

@@ -121,6 +121,22 @@ TEST(Resume, MidEpochIsBitIdenticalWithTheFullRecipe) {
       4);
 }
 
+TEST(Resume, MidEpochIsBitIdenticalWithEveryAugmentation) {
+  // Colour jitter, RandAugment with magnitude noise, random erasing with noise, repeated augmentation, two
+  // workers: every draw is f(seed, epoch, index, copy), so the resumed half sees the same pixels.
+  expect_mid_epoch_resume_is_exact(
+      json{{"data", {{"repeated_augmentation", {{"repeats", 3}}},
+                     {"augment", {{"color_jitter", {{"brightness", 0.4}, {"contrast", 0.4}}},
+                                  {"auto_augment", {{"name", "randaugment"}, {"magnitude_std", 0.5}}},
+                                  {"random_erasing", {{"prob", 0.5}, {"value", "random"}}}}}}}},
+      4);
+}
+
+TEST(Resume, MidEpochIsBitIdenticalWithAugMix) {
+  expect_mid_epoch_resume_is_exact(
+      json{{"data", {{"augment", {{"auto_augment", "augmix"}, {"random_erasing", {{"prob", 0.25}}}}}}}}, 4);
+}
+
 TEST(Resume, MidEpochIsBitIdenticalUnderBfloat16Autocast) {
   expect_mid_epoch_resume_is_exact(json{{"train", {{"amp", {{"enabled", true}, {"dtype", "bfloat16"}}}}}}, 4);
 }

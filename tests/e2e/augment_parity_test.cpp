@@ -1,0 +1,173 @@
+// The augmentation ops give torchvision's pixels: each op of the automatic policies (_apply_op) at several
+// magnitudes, with each interpolation and fill, and ColorJitter's adjust_* functions, equal torchvision on the same
+// PIL image byte for byte, in RGB and grey, on a non-square and a square image (rotations by 90 degrees take
+// Pillow's transpose there). The policies' magnitude tables equal torchvision's _augmentation_space. Needs
+// Debian's python3-torchvision; skipped with a message when it is absent.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <map>
+
+#include "e2e/e2e_support.hpp"
+#include "trainer/data/augment_ops.hpp"
+#include "trainer/data/image_decode.hpp"
+#include "trainer/data/pil_color.hpp"
+
+namespace trainer {
+namespace {
+
+using testing::TempDir;
+
+bool augment_reference_available() {
+  static const bool available =
+      testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import PIL, torchvision'").exit_code == 0;
+  return available;
+}
+
+// Gradients, a checkerboard edge and noise: every op has pixels to move, blend and remap.
+cv::Mat augment_test_image(int rows, int cols, int channels) {
+  cv::Mat image(rows, cols, CV_8UC(channels));
+  cv::RNG rng(777);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      for (int ch = 0; ch < channels; ++ch) {
+        const int edge = (c / 9 + r / 7) % 2 == 0 ? 60 : 0;
+        const int v = (r * 255 / rows + c * (ch + 1) * 97 / cols + edge) % 256 + rng.uniform(-20, 21);
+        image.ptr<uint8_t>(r)[c * channels + ch] = cv::saturate_cast<uint8_t>(v);
+      }
+  return image;
+}
+
+nlohmann::json cases(int channels) {
+  nlohmann::json out = nlohmann::json::array();
+  const nlohmann::json fill = channels == 3 ? nlohmann::json{12, 200, 7} : nlohmann::json{77};
+  const std::vector<std::pair<std::string, std::vector<double>>> geometric = {
+      {"ShearX", {0.3, -0.17, 0.99}},  {"ShearY", {0.29, -0.5}}, {"TranslateX", {12.7, -30}},
+      {"TranslateY", {5, -17.9}},      {"Rotate", {30, -12.3, 90, -90, 135, 180, 4.5}}};
+  for (const std::string interpolation : {"nearest", "bilinear", "bicubic"})
+    for (const auto& [op, magnitudes] : geometric)
+      for (double m : magnitudes)
+        out.push_back({{"op", op}, {"magnitude", m}, {"interpolation", interpolation},
+                       {"fill", interpolation == "nearest" ? nlohmann::json() : fill}});
+  const std::vector<std::pair<std::string, std::vector<double>>> tone = {
+      {"Brightness", {0.5, -0.9, 0.33}},   {"Color", {0.6, -0.9, 0.99}},    {"Contrast", {0.4, -0.5, 0.99, -0.99}},
+      {"Sharpness", {0.9, -0.9, 0.3}},     {"Posterize", {1, 4, 7, 8}},     {"Solarize", {255, 127.5, 8.5, 0}},
+      {"AutoContrast", {0}},               {"Equalize", {0}},               {"Invert", {0}},
+      {"Identity", {0}},                   {"hue", {0.1, -0.3, 0.5, -0.5, 0.02}},
+      {"brightness", {1.3, 0.6}},          {"contrast", {0.7, 1.8}},        {"saturation", {1.4, 0.2}}};
+  for (const auto& [op, magnitudes] : tone)
+    for (double m : magnitudes) out.push_back({{"op", op}, {"magnitude", m}});
+  return out;
+}
+
+void apply_case(const nlohmann::json& c, cv::Mat& image) {
+  static const std::map<std::string, AugmentOp> ops = [] {
+    std::map<std::string, AugmentOp> m;
+    for (int i = 0; i <= static_cast<int>(AugmentOp::invert); ++i) m[op_name(static_cast<AugmentOp>(i))] = static_cast<AugmentOp>(i);
+    return m;
+  }();
+  const std::string op = c.at("op");
+  const double m = c.at("magnitude");
+  if (op == "hue") return pil_adjust_hue(image, m);
+  if (op == "brightness") return pil_brightness(image, static_cast<float>(m));
+  if (op == "contrast") return pil_contrast(image, static_cast<float>(m));
+  if (op == "saturation") return pil_color(image, static_cast<float>(m));
+  OpSettings s;
+  const std::string interpolation = c.value("interpolation", "nearest");
+  s.interpolation = interpolation == "nearest"    ? Interpolation::nearest
+                    : interpolation == "bilinear" ? Interpolation::bilinear
+                                                  : Interpolation::bicubic;
+  if (c.contains("fill") && !c["fill"].is_null())
+    for (size_t k = 0; k < 3; ++k) s.fill[k] = static_cast<uint8_t>(c["fill"][std::min(k, c["fill"].size() - 1)].get<int>());
+  apply_op(image, ops.at(op), m, s);
+}
+
+struct Shape {
+  int rows, cols, channels;
+};
+
+class AugmentParity : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(AugmentParity, OpsEqualTorchvisionOnPilImagesByteForByte) {
+  if (!augment_reference_available())
+    GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON
+                 << "; install python3-torchvision (scripts/setup.sh does) to compare with its augmentation ops";
+  const Shape shape = GetParam();
+  TempDir dir;
+  const std::filesystem::path image_path = dir / "image.png";
+  ASSERT_TRUE(cv::imwrite(image_path.string(), augment_test_image(shape.rows, shape.cols, shape.channels)));
+  const auto bytes = read_file_bytes(image_path);
+  cv::Mat decoded = decode_image(bytes, probe_image(bytes), shape.channels, 1, image_path);
+  if (shape.channels == 3) cv::cvtColor(decoded, decoded, cv::COLOR_BGR2RGB);  // the ops see RGB, as PIL does
+  const nlohmann::json all = cases(shape.channels);
+  testing::write_text(dir / "cases.json", all.dump());
+  const auto python = testing::run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
+                                           "/tests/interop/pil_augment.py " + image_path.string() + " " +
+                                           (dir / "cases.json").string() + " " + dir.path().string());
+  ASSERT_EQ(python.exit_code, 0) << python.output;
+  for (size_t i = 0; i < all.size(); ++i) {
+    cv::Mat out = decoded.clone();
+    apply_case(all[i], out);
+    const auto expected = read_file_bytes(dir / ("case_" + std::to_string(i) + ".raw"));
+    ASSERT_EQ(expected.size(), out.total() * out.elemSize()) << all[i].dump();
+    size_t differing = 0;
+    int worst = 0;
+    for (size_t j = 0; j < expected.size(); ++j) {
+      const int d = std::abs(static_cast<int>(expected[j]) - static_cast<int>(out.data[j]));
+      differing += d != 0;
+      worst = std::max(worst, d);
+    }
+    EXPECT_EQ(differing, 0u) << all[i].dump() << ": " << differing << " of " << expected.size()
+                             << " bytes differ, by up to " << worst;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Images, AugmentParity,
+                         ::testing::Values(Shape{157, 211, 3}, Shape{157, 211, 1}, Shape{64, 64, 3}),
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return std::to_string(info.param.rows) + "x" + std::to_string(info.param.cols) +
+                                  (info.param.channels == 3 ? "_rgb" : "_grey");
+                         });
+
+TEST(AugmentParity, MagnitudeTablesEqualTorchvisions) {
+  if (!augment_reference_available()) GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON;
+  TempDir dir;
+  const std::filesystem::path image_path = dir / "image.png";
+  ASSERT_TRUE(cv::imwrite(image_path.string(), augment_test_image(8, 8, 1)));
+  struct Space {
+    std::string name;
+    SpaceKind kind;
+    int64_t bins;
+  };
+  const std::vector<Space> spaces = {{"autoaugment", SpaceKind::autoaugment, 10},
+                                     {"randaugment", SpaceKind::randaugment, 31},
+                                     {"randaugment", SpaceKind::randaugment, 11},
+                                     {"trivialaugment_wide", SpaceKind::trivialaugment_wide, 31},
+                                     {"augmix", SpaceKind::augmix, 10}};
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& s : spaces) list.push_back({{"space", s.name}, {"bins", s.bins}, {"height", 176}, {"width", 233}});
+  testing::write_text(dir / "cases.json", list.dump());
+  const auto python = testing::run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
+                                           "/tests/interop/pil_augment.py " + image_path.string() + " " +
+                                           (dir / "cases.json").string() + " " + dir.path().string());
+  ASSERT_EQ(python.exit_code, 0) << python.output;
+  for (size_t i = 0; i < spaces.size(); ++i) {
+    // Key order is torchvision's dict order, which its policies index into.
+    const auto expected = nlohmann::ordered_json::parse(testing::read_text(dir / ("case_" + std::to_string(i) + ".json")));
+    const auto ours = augmentation_space(spaces[i].kind, spaces[i].bins, 176, 233);
+    std::vector<std::string> names;
+    for (const auto& op : ours) names.push_back(op_name(op.op));
+    std::vector<std::string> their_names;
+    for (const auto& item : expected.items()) their_names.push_back(item.key());
+    EXPECT_EQ(names, their_names) << spaces[i].name;
+    for (const auto& op : ours) {
+      const auto theirs = expected.at(op_name(op.op)).get<std::vector<double>>();
+      EXPECT_EQ(op.magnitudes, theirs) << spaces[i].name << " " << op_name(op.op);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainer
