@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """torchvision's ImageNet training input pipeline, timed as `trainer bench data` times ours: ImageFolder (PIL),
-RandomResizedCrop, RandomHorizontalFlip, ToTensor, Normalize, DataLoader with worker processes. Prints one
-JSON line: images/s after the warmup batches, and peak RSS of the main process and of the largest worker.
+RandomResizedCrop, RandomHorizontalFlip, [an automatic augmentation policy], ToTensor, Normalize,
+[RandomErasing], DataLoader with worker processes (the order of torchvision's reference ClassificationPresetTrain).
+Prints one JSON line: images/s after the warmup batches, and peak RSS of the main process and of the largest worker.
     data_pipeline.py ROOT [--size 224] [--batch 64] [--workers 2] [--warmup 2] [--batches 20]
+                          [--auto-augment none|imagenet|randaugment|trivialaugment_wide|augmix] [--random-erase P]
 """
 import argparse
 import json
@@ -22,10 +24,19 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--auto-augment", default="none")
+    ap.add_argument("--random-erase", type=float, default=0.0)
     args = ap.parse_args()
     torch.set_num_threads(2)
-    transform = T.Compose([T.RandomResizedCrop(args.size), T.RandomHorizontalFlip(), T.ToTensor(),
-                           T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])])
+    steps = [T.RandomResizedCrop(args.size), T.RandomHorizontalFlip()]
+    policies = {"imagenet": lambda: T.AutoAugment(T.AutoAugmentPolicy.IMAGENET), "randaugment": T.RandAugment,
+                "trivialaugment_wide": T.TrivialAugmentWide, "augmix": T.AugMix}
+    if args.auto_augment != "none":
+        steps.append(policies[args.auto_augment]())
+    steps += [T.ToTensor(), T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])]
+    if args.random_erase > 0:
+        steps.append(T.RandomErasing(p=args.random_erase))
+    transform = T.Compose(steps)
     dataset = datasets.ImageFolder(args.root + "/train", transform)
     total, seen, images = args.warmup + args.batches, 0, 0
     start = time.perf_counter()

@@ -16,6 +16,7 @@
 #include "trainer/data/image_decode.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/model_input.hpp"
+#include "trainer/data/random_erasing.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/layout_check.hpp"
@@ -76,7 +77,8 @@ int run_data_bench(const DataBenchArgs& a) {
       for_each_batch(*loader, [&](ImageBatch& batch) {
         // What a CPU training step does with the batch before the model: float, normalised, channels_last.
         const auto before = Clock::now();
-        const auto x = to_model_input(batch.images, norm, wants_channels_last(c.model, torch::kCPU));
+        auto x = to_model_input(batch.images, norm, wants_channels_last(c.model, torch::kCPU));
+        if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
         if (++seen == a.warmup) start = Clock::now();
         if (seen > a.warmup) {
           images += x.size(0);

@@ -10,6 +10,7 @@
 
 #include "trainer/config/load.hpp"
 #include "trainer/data/last_batch.hpp"
+#include "trainer/data/sample_augment.hpp"
 #include "trainer/data/sources.hpp"
 #include "trainer/dist/rank_generators.hpp"
 #include "trainer/dist/replica_check.hpp"
@@ -113,11 +114,19 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   s.eval_data = make_source(c, Split::eval);
   const double open_seconds = seconds_since(open_start);
   const auto train_shape = s.train_data->shape(), eval_shape = s.eval_data->shape();
-  if (train_shape.height != eval_shape.height || train_shape.width != eval_shape.width ||
-      train_shape.channels != eval_shape.channels)
+  // Eval images may be larger than training images (FixRes) when the model takes any size.
+  const bool sizes_differ = train_shape.height != eval_shape.height || train_shape.width != eval_shape.width;
+  if (train_shape.channels != eval_shape.channels || (sizes_differ && !accepts_any_input_size(c.model)))
     throw DataError("train and eval images differ in shape: " + s.train_data->describe() + " vs " +
-                    s.eval_data->describe());
+                    s.eval_data->describe() +
+                    (sizes_differ ? "; " + c.model.arch + " takes one input size (set data.augment.eval_crop to "
+                                    "data.augment.image_size)" : ""));
   s.logs.main->info("train data: {}", s.train_data->describe());
+  if (const SampleAugment augment(c.data.augment); augment.active() || c.data.repeated_augmentation.repeats > 1)
+    s.logs.main->info("train augmentation: {}{}", augment.active() ? augment.describe() : "none",
+                      c.data.repeated_augmentation.repeats > 1
+                          ? ", repeated augmentation x" + std::to_string(c.data.repeated_augmentation.repeats)
+                          : "");
   s.logs.main->info("eval data:  {}", s.eval_data->describe());
   s.logs.main->info("data opened in {:.2f}s", open_seconds);
   if (classes_from_data) s.logs.main->info("model.num_classes {} (from the training data)", c.model.num_classes);

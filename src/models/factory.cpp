@@ -50,6 +50,8 @@ std::vector<std::string> model_names() {
 
 void check_model_arch(const ModelConfig& model) { find_builder(model.arch); }
 
+bool accepts_any_input_size(const ModelConfig& model) { return model.arch != "mnist_cnn"; }
+
 ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
   if (model.num_classes < 2)
     throw ConfigError("model.num_classes is " + std::to_string(model.num_classes) +

@@ -16,6 +16,10 @@ std::vector<std::string> model_names();
 // Throws ConfigError for an unknown model.arch; call it before loading data to fail fast.
 void check_model_arch(const ModelConfig& model);
 
+// Whether the model takes any image size (ResNets end in adaptive pooling), so eval images may be larger than
+// training images (FixRes); mnist_cnn's classifier is sized for one input.
+bool accepts_any_input_size(const ModelConfig& model);
+
 // Parameters are initialised from LibTorch's default generator: seed it first for a reproducible start.
 ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input);
 
