@@ -55,6 +55,20 @@ torch::Tensor erase_noise(int64_t noise_seed, int64_t channels, int64_t height, 
 
 void erase_batch(torch::Tensor& x, const torch::Tensor& boxes, ErasingValue value) {
   if (!boxes.defined() || boxes.numel() == 0) return;
+  if (!x.is_cpu()) return erase_batch_masked(x, boxes, value);
+  // On the CPU, sample by sample: only the rectangles' pixels are touched.
+  const auto rows = boxes.to(torch::kCPU).contiguous();
+  const int64_t* b = rows.data_ptr<int64_t>();
+  for (int64_t i = 0; i < rows.size(0); ++i, b += kEraseColumns) {
+    if (b[2] == 0) continue;
+    auto region = x[i].slice(1, b[0], b[0] + b[2]).slice(2, b[1], b[1] + b[3]);
+    if (value == ErasingValue::zero) region.zero_();
+    else region.copy_(erase_noise(b[4], x.size(1), b[2], b[3]));
+  }
+}
+
+void erase_batch_masked(torch::Tensor& x, const torch::Tensor& boxes, ErasingValue value) {
+  if (!boxes.defined() || boxes.numel() == 0) return;
   const auto b = boxes.to(x.device()).view({-1, kEraseColumns, 1, 1, 1});
   const int64_t channels = x.size(1), height = x.size(2), width = x.size(3);
   const auto opts = torch::TensorOptions().dtype(torch::kInt64).device(x.device());

@@ -170,9 +170,11 @@ TEST(RandomErasing, RectanglesFollowTheScaleAndRatioDistributions) {
 TEST(RandomErasing, TheBatchEraseEqualsThePerSampleDefinition) {
   const auto x0 = torch::randn({3, 2, 16, 20});
   auto boxes = torch::tensor({2, 3, 5, 7, 12345, 0, 0, 0, 0, 0, 10, 15, 6, 4, 99}, torch::kInt64).view({3, kEraseColumns});
-  for (ErasingValue value : {ErasingValue::zero, ErasingValue::random}) {
+  for (const auto& [value, masked] : std::vector<std::pair<ErasingValue, bool>>{
+           {ErasingValue::zero, false}, {ErasingValue::random, false}, {ErasingValue::zero, true}, {ErasingValue::random, true}}) {
     auto x = x0.clone();
-    erase_batch(x, boxes, value);
+    if (masked) erase_batch_masked(x, boxes, value);  // the device path, run here on the CPU
+    else erase_batch(x, boxes, value);
     EXPECT_TRUE(torch::equal(x[1], x0[1]));  // height 0: untouched
     for (int64_t b : {0, 2}) {
       const auto r = boxes[b];
@@ -187,11 +189,13 @@ TEST(RandomErasing, TheBatchEraseEqualsThePerSampleDefinition) {
       EXPECT_TRUE(torch::equal(outside, outside0)) << b;
     }
   }
-  // channels_last input: the same result.
-  auto a = x0.clone(), b = x0.contiguous(torch::MemoryFormat::ChannelsLast);
+  // channels_last input: the same result, both ways.
+  auto a = x0.clone(), b = x0.contiguous(torch::MemoryFormat::ChannelsLast), c = b.clone();
   erase_batch(a, boxes, ErasingValue::random);
   erase_batch(b, boxes, ErasingValue::random);
+  erase_batch_masked(c, boxes, ErasingValue::random);
   EXPECT_TRUE(torch::equal(a, b));
+  EXPECT_TRUE(torch::equal(a, c));
 }
 
 TEST(RandomErasing, NoiseIsStandardNormal) {

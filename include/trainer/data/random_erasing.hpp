@@ -26,8 +26,13 @@ EraseBox plan_erase(const RandomErasingConfig& config, int64_t height, int64_t w
 // Columns of ImageBatch::erase: top, left, height, width, noise seed (int64, one row per sample).
 constexpr int64_t kEraseColumns = 5;
 
-// Erases the planned rectangles of `x` (float, [B, C, H, W], any memory format, on any device) in place.
+// Erases the planned rectangles of `x` (float, [B, C, H, W], any memory format, on any device) in place: on the
+// CPU rectangle by rectangle, elsewhere with erase_batch_masked.
 void erase_batch(torch::Tensor& x, const torch::Tensor& boxes, ErasingValue value);
+
+// The same in one pass over the whole batch (masks from the rectangles, noise from position counters): a few
+// kernels on a GPU however many samples are erased.
+void erase_batch_masked(torch::Tensor& x, const torch::Tensor& boxes, ErasingValue value);
 
 // The noise of one rectangle, [C, height, width] float on the CPU: the per-sample definition erase_batch follows.
 torch::Tensor erase_noise(int64_t noise_seed, int64_t channels, int64_t height, int64_t width);
