@@ -1,5 +1,7 @@
 #include "trainer/config/json_fields.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "trainer/util/text.hpp"
@@ -87,7 +89,9 @@ void check_range(const std::string& path, double value, const Range& range) {
 
 std::string read_enum_name(const json& j, const std::string& path, const std::vector<std::string>& valid) {
   // Names may be booleans ("true", "false") or integers ("0": random erasing's value) written bare in JSON.
-  if (!j.is_string() && !j.is_boolean() && !j.is_number_integer()) type_error(path, "one of " + join(valid), j);
+  const bool integer_names = std::any_of(valid.begin(), valid.end(), is_integer_name);
+  if (!j.is_string() && !j.is_boolean() && !(integer_names && j.is_number_integer()))
+    type_error(path, "one of " + join(valid), j);
   const auto name = j.is_boolean()          ? std::string(j.get<bool>() ? "true" : "false")
                     : j.is_number_integer() ? j.dump()
                                             : j.get<std::string>();

@@ -44,7 +44,7 @@ TransformSpec make_transform_spec(const DataConfig& data, bool train) {
   const AugmentConfig& a = data.augment;
   TransformSpec s;
   s.train = train;
-  s.size = train ? a.image_size : a.eval_crop;
+  s.size = train || a.eval_crop == 0 ? a.image_size : a.eval_crop;  // 0: not resolved yet (load.cpp resolves it)
   s.resize = a.eval_resize;
   s.scale_min = a.scale.at(0);
   s.scale_max = a.scale.at(1);

@@ -102,7 +102,9 @@ void expect_schema_matches(const nlohmann::json& value, const nlohmann::json& sc
   ASSERT_TRUE(schema.contains("properties")) << path;
   for (const auto& [key, v] : value.items()) {
     ASSERT_TRUE(schema["properties"].contains(key)) << path + key << " missing from the schema";
-    const auto& p = schema["properties"][key];
+    // A section that may also be a bare name (data.augment.auto_augment): its object is the anyOf's second form.
+    const auto& p = schema["properties"][key].contains("anyOf") ? schema["properties"][key]["anyOf"][1]
+                                                                 : schema["properties"][key];
     if (v.is_object()) {
       EXPECT_EQ(p["type"], "object") << path + key;
       EXPECT_EQ(p["additionalProperties"], false) << path + key;
