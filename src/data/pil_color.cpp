@@ -126,7 +126,12 @@ void pil_sharpness(cv::Mat& image, float factor) {
   // rows and columns keep their pixels.
   const int channels = image.channels(), rows = image.rows, cols = image.cols;
   cv::Mat smooth = image.clone();
-  const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
+  // The kernel's products of each byte value, looked up instead of multiplied: the same float products.
+  std::array<float, 256> p1, p5;
+  for (int v = 0; v < 256; ++v) {
+    p1[static_cast<size_t>(v)] = static_cast<float>(v) * (1.0f / 13.0f);
+    p5[static_cast<size_t>(v)] = static_cast<float>(v) * (5.0f / 13.0f);
+  }
   for (int y = 1; y < rows - 1; ++y) {
     const uint8_t* above = image.ptr<uint8_t>(y - 1);
     const uint8_t* row = image.ptr<uint8_t>(y);
@@ -136,9 +141,9 @@ void pil_sharpness(cv::Mat& image, float factor) {
       for (int c = 0; c < channels; ++c) {
         const int i = x * channels + c, l = i - channels, r = i + channels;
         float ss = 0.5f;
-        ss += static_cast<float>(below[l]) * k1 + static_cast<float>(below[i]) * k1 + static_cast<float>(below[r]) * k1;
-        ss += static_cast<float>(row[l]) * k1 + static_cast<float>(row[i]) * k5 + static_cast<float>(row[r]) * k1;
-        ss += static_cast<float>(above[l]) * k1 + static_cast<float>(above[i]) * k1 + static_cast<float>(above[r]) * k1;
+        ss += p1[below[l]] + p1[below[i]] + p1[below[r]];
+        ss += p1[row[l]] + p5[row[i]] + p1[row[r]];
+        ss += p1[above[l]] + p1[above[i]] + p1[above[r]];
         out[i] = ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(ss);
       }
   }

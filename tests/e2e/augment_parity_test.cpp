@@ -10,7 +10,7 @@
 
 #include <map>
 
-#include "e2e/e2e_support.hpp"
+#include "e2e/torchvision_reference.hpp"
 #include "trainer/data/augment_ops.hpp"
 #include "trainer/data/image_decode.hpp"
 #include "trainer/data/pil_color.hpp"
@@ -18,27 +18,7 @@
 namespace trainer {
 namespace {
 
-using testing::TempDir;
-
-bool augment_reference_available() {
-  static const bool available =
-      testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import PIL, torchvision'").exit_code == 0;
-  return available;
-}
-
-// Gradients, a checkerboard edge and noise: every op has pixels to move, blend and remap.
-cv::Mat augment_test_image(int rows, int cols, int channels) {
-  cv::Mat image(rows, cols, CV_8UC(channels));
-  cv::RNG rng(777);
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c)
-      for (int ch = 0; ch < channels; ++ch) {
-        const int edge = (c / 9 + r / 7) % 2 == 0 ? 60 : 0;
-        const int v = (r * 255 / rows + c * (ch + 1) * 97 / cols + edge) % 256 + rng.uniform(-20, 21);
-        image.ptr<uint8_t>(r)[c * channels + ch] = cv::saturate_cast<uint8_t>(v);
-      }
-  return image;
-}
+using namespace trainer::testing;
 
 nlohmann::json cases(int channels) {
   nlohmann::json out = nlohmann::json::array();
@@ -91,19 +71,19 @@ struct Shape {
 class AugmentParity : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(AugmentParity, OpsEqualTorchvisionOnPilImagesByteForByte) {
-  if (!augment_reference_available())
+  if (!torchvision_available())
     GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON
                  << "; install python3-torchvision (scripts/setup.sh does) to compare with its augmentation ops";
   const Shape shape = GetParam();
   TempDir dir;
   const std::filesystem::path image_path = dir / "image.png";
-  ASSERT_TRUE(cv::imwrite(image_path.string(), augment_test_image(shape.rows, shape.cols, shape.channels)));
+  ASSERT_TRUE(cv::imwrite(image_path.string(), parity_image(shape.rows, shape.cols, shape.channels)));
   const auto bytes = read_file_bytes(image_path);
   cv::Mat decoded = decode_image(bytes, probe_image(bytes), shape.channels, 1, image_path);
   if (shape.channels == 3) cv::cvtColor(decoded, decoded, cv::COLOR_BGR2RGB);  // the ops see RGB, as PIL does
   const nlohmann::json all = cases(shape.channels);
-  testing::write_text(dir / "cases.json", all.dump());
-  const auto python = testing::run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
+  write_text(dir / "cases.json", all.dump());
+  const auto python = run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
                                            "/tests/interop/pil_augment.py " + image_path.string() + " " +
                                            (dir / "cases.json").string() + " " + dir.path().string());
   ASSERT_EQ(python.exit_code, 0) << python.output;
@@ -112,15 +92,9 @@ TEST_P(AugmentParity, OpsEqualTorchvisionOnPilImagesByteForByte) {
     apply_case(all[i], out);
     const auto expected = read_file_bytes(dir / ("case_" + std::to_string(i) + ".raw"));
     ASSERT_EQ(expected.size(), out.total() * out.elemSize()) << all[i].dump();
-    size_t differing = 0;
-    int worst = 0;
-    for (size_t j = 0; j < expected.size(); ++j) {
-      const int d = std::abs(static_cast<int>(expected[j]) - static_cast<int>(out.data[j]));
-      differing += d != 0;
-      worst = std::max(worst, d);
-    }
-    EXPECT_EQ(differing, 0u) << all[i].dump() << ": " << differing << " of " << expected.size()
-                             << " bytes differ, by up to " << worst;
+    const ByteDiff d = byte_diff(expected, out);
+    EXPECT_EQ(d.differing, 0u) << all[i].dump() << ": " << d.differing << " of " << expected.size()
+                               << " bytes differ, by up to " << d.worst;
   }
 }
 
@@ -132,10 +106,10 @@ INSTANTIATE_TEST_SUITE_P(Images, AugmentParity,
                          });
 
 TEST(AugmentParity, MagnitudeTablesEqualTorchvisions) {
-  if (!augment_reference_available()) GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON;
+  if (!torchvision_available()) GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON;
   TempDir dir;
   const std::filesystem::path image_path = dir / "image.png";
-  ASSERT_TRUE(cv::imwrite(image_path.string(), augment_test_image(8, 8, 1)));
+  ASSERT_TRUE(cv::imwrite(image_path.string(), parity_image(8, 8, 1)));
   struct Space {
     std::string name;
     SpaceKind kind;
@@ -148,14 +122,14 @@ TEST(AugmentParity, MagnitudeTablesEqualTorchvisions) {
                                      {"augmix", SpaceKind::augmix, 10}};
   nlohmann::json list = nlohmann::json::array();
   for (const auto& s : spaces) list.push_back({{"space", s.name}, {"bins", s.bins}, {"height", 176}, {"width", 233}});
-  testing::write_text(dir / "cases.json", list.dump());
-  const auto python = testing::run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
+  write_text(dir / "cases.json", list.dump());
+  const auto python = run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
                                            "/tests/interop/pil_augment.py " + image_path.string() + " " +
                                            (dir / "cases.json").string() + " " + dir.path().string());
   ASSERT_EQ(python.exit_code, 0) << python.output;
   for (size_t i = 0; i < spaces.size(); ++i) {
     // Key order is torchvision's dict order, which its policies index into.
-    const auto expected = nlohmann::ordered_json::parse(testing::read_text(dir / ("case_" + std::to_string(i) + ".json")));
+    const auto expected = nlohmann::ordered_json::parse(read_text(dir / ("case_" + std::to_string(i) + ".json")));
     const auto ours = augmentation_space(spaces[i].kind, spaces[i].bins, 176, 233);
     std::vector<std::string> names;
     for (const auto& op : ours) names.push_back(op_name(op.op));

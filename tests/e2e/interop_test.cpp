@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "e2e/e2e_support.hpp"
+#include "e2e/torchvision_reference.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/weights.hpp"
@@ -23,14 +23,8 @@ testing::CommandResult python(const std::string& args) {
   return testing::run_command(std::string(TRAINER_PYTHON) + " " + kScript + " " + args);
 }
 
-bool torchvision_available() {
-  static const bool available =
-      testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import torch, torchvision'").exit_code == 0;
-  return available;
-}
-
 #define SKIP_WITHOUT_TORCHVISION()                                                                          \
-  if (!torchvision_available())                                                                              \
+  if (!testing::torchvision_available())                                                                     \
   GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON                                         \
                << "; install python3-torchvision (scripts/setup.sh does) to run the interop tests"
 

@@ -6,35 +6,14 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "e2e/e2e_support.hpp"
+#include "e2e/torchvision_reference.hpp"
 #include "trainer/data/image_decode.hpp"
 #include "trainer/data/transform.hpp"
 
 namespace trainer {
 namespace {
 
-using testing::TempDir;
-
-bool pil_available() {
-  static const bool available =
-      testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import PIL, torchvision'").exit_code == 0;
-  return available;
-}
-
-// Smooth gradients with noise and a sharp edge: shrinking without antialiasing, or any rounding difference,
-// changes some of these pixels.
-cv::Mat test_image(int rows, int cols, int channels) {
-  cv::Mat image(rows, cols, CV_8UC(channels));
-  cv::RNG rng(12345);
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c)
-      for (int ch = 0; ch < channels; ++ch) {
-        const int edge = (c / 9 + r / 7) % 2 == 0 ? 60 : 0;
-        const int v = (r * 255 / rows + c * (ch + 1) * 97 / cols + edge) % 256 + rng.uniform(-20, 21);
-        image.ptr<uint8_t>(r)[c * channels + ch] = cv::saturate_cast<uint8_t>(v);
-      }
-  return image;
-}
+using namespace trainer::testing;
 
 struct Case {
   nlohmann::json json;
@@ -79,20 +58,20 @@ std::vector<Case> cases(int64_t rows, int64_t cols) {
 class PilParity : public ::testing::TestWithParam<int> {};
 
 TEST_P(PilParity, RenderEqualsTorchvisionOnPilImagesByteForByte) {
-  if (!pil_available())
+  if (!torchvision_available())
     GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON
                  << "; install python3-torchvision (scripts/setup.sh does) to compare with its PIL transforms";
   const int channels = GetParam();
   TempDir dir;
   const std::filesystem::path image_path = dir / "image.png";
-  ASSERT_TRUE(cv::imwrite(image_path.string(), test_image(157, 211, channels)));
+  ASSERT_TRUE(cv::imwrite(image_path.string(), parity_image(157, 211, channels)));
   const auto bytes = read_file_bytes(image_path);
   const cv::Mat decoded = decode_image(bytes, probe_image(bytes), channels, 1, image_path);
   const std::vector<Case> all = cases(decoded.rows, decoded.cols);
   nlohmann::json list = nlohmann::json::array();
   for (const Case& c : all) list.push_back(c.json);
-  testing::write_text(dir / "cases.json", list.dump());
-  const auto python = testing::run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
+  write_text(dir / "cases.json", list.dump());
+  const auto python = run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
                                            "/tests/interop/pil_transforms.py " + image_path.string() + " " +
                                            (dir / "cases.json").string() + " " + dir.path().string());
   ASSERT_EQ(python.exit_code, 0) << python.output;
@@ -103,15 +82,9 @@ TEST_P(PilParity, RenderEqualsTorchvisionOnPilImagesByteForByte) {
     render(decoded, decoded.rows, decoded.cols, c.plan, c.spec, out);
     const auto expected = read_file_bytes(dir / ("case_" + std::to_string(i) + ".raw"));
     ASSERT_EQ(expected.size(), out.total() * out.elemSize()) << c.json.dump();
-    size_t differing = 0;
-    int worst = 0;
-    for (size_t j = 0; j < expected.size(); ++j) {
-      const int d = std::abs(static_cast<int>(expected[j]) - static_cast<int>(out.data[j]));
-      differing += d != 0;
-      worst = std::max(worst, d);
-    }
-    EXPECT_EQ(differing, 0u) << c.json.dump() << ": " << differing << " of " << expected.size()
-                             << " bytes differ, by up to " << worst;
+    const ByteDiff d = byte_diff(expected, out);
+    EXPECT_EQ(d.differing, 0u) << c.json.dump() << ": " << d.differing << " of " << expected.size()
+                               << " bytes differ, by up to " << d.worst;
   }
 }
 
