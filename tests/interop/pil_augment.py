@@ -8,13 +8,14 @@ IMAGE is a lossless image (PNG, RGB or L). CASES is a JSON list; each case is on
       torchvision.transforms.autoaugment._apply_op(img, NAME, M, interpolation, fill)
   {"op": "hue", "magnitude": F}     F.adjust_hue(img, F)      (likewise "brightness", "contrast", "saturation")
   {"space": KIND, "bins": N, "height": H, "width": W}
-      the policy's _augmentation_space: writes {op: [magnitudes...]} as JSON
+      the policy's _augmentation_space: writes {"torch": version, "space": {op: [magnitudes...]}} as JSON
 Writes OUT_DIR/case_<i>.raw (the result's bytes, row-major) or OUT_DIR/case_<i>.json. Exit status 0, or 2.
 """
 import json
 import sys
 
 from PIL import Image
+import torch
 import torchvision.transforms.functional as F
 from torchvision.transforms import InterpolationMode, autoaugment as A
 
@@ -48,7 +49,7 @@ def main():
     for i, case in enumerate(cases):
         if "space" in case:
             with open(f"{sys.argv[3]}/case_{i}.json", "w") as f:
-                json.dump(space(case), f)
+                json.dump({"torch": torch.__version__, "space": space(case)}, f)
             continue
         if case["op"] in ADJUST:
             out = ADJUST[case["op"]](image, case["magnitude"])
