@@ -12,6 +12,7 @@
 #include "trainer/config/load.hpp"
 #include "trainer/data/auto_augment.hpp"
 #include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/color_jitter.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/random_erasing.hpp"
 #include "trainer/data/sample_augment.hpp"
@@ -137,6 +138,29 @@ TEST(AutoAugment, GammaDrawsHaveTheirMeanAndVariance) {
     EXPECT_NEAR(mean, alpha, 0.03 * std::max(1.0, alpha)) << alpha;
     EXPECT_NEAR(sq / n - mean * mean, alpha, 0.08 * std::max(1.0, alpha)) << alpha;
   }
+}
+
+TEST(ColorJitter, BrightnessFactorsAreUniformAroundOne) {
+  // A flat grey 200 image: brightness f gives trunc(200 f), clamped at 255, with f uniform in [0.6, 1.4].
+  ColorJitterConfig c;
+  c.brightness = 0.4;
+  const int n = 8000;
+  int clamped = 0, lowest = 255;
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    cv::Mat image(4, 4, CV_8UC3, cv::Scalar::all(200));
+    SplitMix64 rng(hash_combine(11, static_cast<uint64_t>(i)));
+    apply_color_jitter(image, c, rng);
+    const int v = image.at<cv::Vec3b>(0, 0)[0];
+    EXPECT_EQ(cv::norm(image, cv::Mat(4, 4, CV_8UC3, cv::Scalar::all(v)), cv::NORM_INF), 0);  // every pixel alike
+    lowest = std::min(lowest, v);
+    if (v == 255) ++clamped;
+    else sum += v / 200.0;
+  }
+  EXPECT_GE(lowest, 119);  // 200 x 0.6, truncated
+  EXPECT_LE(lowest, 121);
+  EXPECT_NEAR(static_cast<double>(clamped) / n, (1.4 - 1.275) / 0.8, 0.015);     // f > 255 / 200
+  EXPECT_NEAR(sum / (n - clamped), (0.6 + 1.275) / 2, 0.01);                     // uniform below the clamp
 }
 
 TEST(RandomErasing, RectanglesFollowTheScaleAndRatioDistributions) {
