@@ -70,8 +70,6 @@ double noisy_magnitude(const OpSpace& s, double bin, int64_t num_bins) {
 
 }  // namespace
 
-double uniform01(SplitMix64& rng) { return static_cast<double>(rng.next() >> 11) * 0x1.0p-53; }
-
 double standard_normal(SplitMix64& rng) {
   const double u1 = 1.0 - uniform01(rng);  // (0, 1]
   const double u2 = uniform01(rng);

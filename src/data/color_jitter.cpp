@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 
-#include "trainer/data/auto_augment.hpp"
 #include "trainer/data/pil_color.hpp"
 
 namespace trainer {

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "trainer/data/auto_augment.hpp"
 
 namespace trainer {
 

@@ -14,10 +14,7 @@ namespace {
 // Python's round(): halves go to the even neighbour (the default floating-point rounding mode).
 int64_t round_half_even(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
 
-double uniform(SplitMix64& rng, double lo, double hi) {
-  const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;  // [0, 1)
-  return lo + (hi - lo) * u;
-}
+double uniform(SplitMix64& rng, double lo, double hi) { return lo + (hi - lo) * uniform01(rng); }
 
 // Edges of a source-pixel interval in an image `factor` times the source size, rounded to whole pixels and
 // kept at least one pixel wide inside [0, limit].

@@ -41,9 +41,8 @@ class AutoAugmentPolicy {
   OpSettings settings_;
 };
 
-// Random numbers from SplitMix64: [0, 1) doubles, standard normals (Box-Muller) and Gamma(alpha) draws
-// (Marsaglia and Tsang), for the policies and the other augmentations.
-double uniform01(SplitMix64& rng);
+// Random numbers from SplitMix64 (uniform01 is util/hash.hpp's): standard normals (Box-Muller) and Gamma(alpha)
+// draws (Marsaglia and Tsang), for the policies.
 double standard_normal(SplitMix64& rng);
 double gamma_draw(SplitMix64& rng, double alpha);
 

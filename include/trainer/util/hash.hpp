@@ -28,4 +28,7 @@ class SplitMix64 {
   uint64_t state_;
 };
 
+// Uniform in [0, 1): the top 53 bits of the next value.
+inline double uniform01(SplitMix64& rng) { return static_cast<double>(rng.next() >> 11) * 0x1.0p-53; }
+
 }  // namespace trainer
