@@ -90,9 +90,13 @@ double probe_error(const ProbeState& state, bool channels_last, bool mkldnn) {
   // TF32 would round float32 products to 10-bit mantissas: probe the float32 kernels themselves.
   auto& context = at::globalContext();
   const bool tf32_conv = context.allowTF32CuDNN();
-  const auto matmul_precision = context.float32MatmulPrecision();
+  // The string setter is the one every LibTorch has (2.11 has no enum overload).
+  const auto precision = context.float32MatmulPrecision();
+  const char* matmul_precision = precision == at::Float32MatmulPrecision::HIGHEST ? "highest"
+                                 : precision == at::Float32MatmulPrecision::HIGH  ? "high"
+                                                                                  : "medium";
   context.setAllowTF32CuDNN(false);
-  context.setFloat32MatmulPrecision(at::Float32MatmulPrecision::HIGHEST);
+  context.setFloat32MatmulPrecision("highest");
   torch::Tensor out;
   {
     MkldnnSetting setting(mkldnn);

@@ -76,7 +76,10 @@ TEST(CudaAmp, Float16OverflowSkipsTheStep) {
   const auto x = torch::randn({8, 3, 32, 32}, kCuda).contiguous(torch::MemoryFormat::ChannelsLast);
   const auto y = torch::randint(0, 10, {8}, torch::TensorOptions().device(kCuda).dtype(torch::kLong));
   forward_backward(*model, {x, y, {}, 1.0, false}, options, scaler);
-  model->parameters()[0].grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+  // The first parameter is conv1's weight, whose gradient is channels_last here: index it, a view(-1) would fail.
+  auto grad = model->parameters()[0].grad();
+  ASSERT_EQ(grad.dim(), 4);
+  grad.index_put_({0, 0, 0, 0}, std::numeric_limits<float>::infinity());
   std::vector<torch::Tensor> before;
   for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
   const UpdateResult u = apply_update(*model, *optimizer, scaler, options);
