@@ -9,6 +9,7 @@ packages=(
   libtorch-dev            # LibTorch 1.13 (CPU)
   libopenblas0-pthread    # optimized BLAS; without it Debian's LibTorch uses the slow reference one
   libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev
+  libonnx-dev python3-onnx  # ONNX export (protobuf classes, checker) and its Python-side check
   libgloo-dev             # headers of Gloo, which LibTorch's c10d process group (linked in libtorch) includes
   dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist, the demo's dataset
   python3 python3-torch python3-torchvision

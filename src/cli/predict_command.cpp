@@ -2,15 +2,19 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "trainer/cli/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
+#include "trainer/config/load.hpp"
 #include "trainer/data/folder_source.hpp"
+#include "trainer/deploy/export_format.hpp"
+#include "trainer/engine/backend_settings.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"
-#include "trainer/engine/backend_settings.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/util/device.hpp"
@@ -20,32 +24,70 @@ namespace trainer {
 
 namespace {
 
-// The checkpoint's eval preprocessing for image files: image-folder runs use their own eval transform
-// (resize, center crop, normalisation); MNIST-style runs resize the shorter side to the model's input size
-// and center-crop it, in grey when the model takes one channel.
-TransformSpec predict_transform(const Config& c, const ImageShape& input) {
-  if (c.data.kind == DataKind::imagenet) return make_transform_spec(c.data, /*train=*/false);
-  if (input.height != input.width)
-    throw UsageError("predict needs a square model input; this checkpoint's is " + std::to_string(input.height) +
-                     "x" + std::to_string(input.width));
-  TransformSpec spec;
-  spec.train = false;
-  spec.size = input.height;
-  spec.resize = input.height;
-  return spec;
+// What predict runs: the model, where, and the run's config, input shape and class names for preprocessing.
+struct Predictor {
+  Config config;
+  ImageShape input;
+  std::vector<std::string> names;
+  ClassifierPtr model;
+  torch::Device device{torch::kCPU};
+  bool channels_last = false;
+};
+
+Predictor from_checkpoint(const std::string& path) {
+  const LoadedCheckpoint checkpoint(path);
+  Predictor p;
+  p.config = config_for_checkpoint(checkpoint, "", {}).config;
+  apply_threads(p.config.run);
+  apply_backend_settings(p.config.run);
+  p.device = select_device(p.config.run.device);
+  p.input = checkpoint.meta().input;
+  p.names = checkpoint.meta().class_names;
+  p.model = build_model(p.config.model, p.input);
+  checkpoint.restore_model(*p.model);
+  p.channels_last = place_in_checked_layout(*p.model, p.config.model, p.input, p.device, warn_on_stderr).channels_last;
+  return p;
+}
+
+// An exported ONNX or TorchScript file: the run's config and classes come from the metadata export wrote.
+Predictor from_exported(const std::string& path) {
+  const ExportFormat& format = format_for_output("", path);
+  if (!format.open)
+    throw UsageError(path + ": a " + format.name + " file holds weights only; give --checkpoint, or --model with an " +
+                     "exported ONNX or TorchScript file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ExportError(path + ": cannot open the file");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  DeployedModel deployed = format.open(bytes.str(), path);
+  const auto field = [&](const std::string& key) {
+    const auto it = deployed.metadata.find(key);
+    if (it == deployed.metadata.end())
+      throw ExportError(path + ": its metadata has no \"" + key + "\" (not exported by trainer export?)");
+    const auto j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) throw ExportError(path + ": its metadata \"" + key + "\" is not JSON");
+    return j;
+  };
+  Predictor p;
+  p.config = parse_config(field("config"));
+  p.config.model.num_classes = field("num_classes").get<int64_t>();
+  const auto shape = field("input_shape");
+  p.input = {shape.at(1).get<int64_t>(), shape.at(2).get<int64_t>(), shape.at(0).get<int64_t>()};
+  p.names = field("class_names").get<std::vector<std::string>>();
+  apply_threads(p.config.run);
+  p.model = deployed.model;  // runs on the CPU
+  return p;
 }
 
 }  // namespace
 
 int run_predict(const PredictArgs& args) {
   if (args.images.empty()) throw UsageError("predict needs one or more IMAGE files");
-  const LoadedCheckpoint checkpoint(args.checkpoint);
-  const Config c = config_for_checkpoint(checkpoint, "", {}).config;
-  apply_threads(c.run);
-  apply_backend_settings(c.run);
-  const torch::Device device = select_device(c.run.device);
-  const ImageShape input = checkpoint.meta().input;
-  std::vector<std::string> names = checkpoint.meta().class_names;
+  if (args.checkpoint.empty() == args.model.empty())
+    throw UsageError("predict needs either --checkpoint FILE or --model FILE (an exported ONNX or TorchScript file)");
+  Predictor p = args.model.empty() ? from_checkpoint(args.checkpoint) : from_exported(args.model);
+  const Config& c = p.config;
+  std::vector<std::string>& names = p.names;
   if (static_cast<int64_t>(names.size()) != c.model.num_classes)
     for (int64_t i = static_cast<int64_t>(names.size()); i < c.model.num_classes; ++i) names.push_back(std::to_string(i));
 
@@ -55,29 +97,30 @@ int run_predict(const PredictArgs& args) {
     if (!std::filesystem::is_regular_file(image, ec)) throw DataError(image + ": no such image file");
     files.add(image, 0);
   }
-  const auto source = std::make_shared<FolderSource>("", std::move(files), names, predict_transform(c, input),
-                                                     input.channels);
-  auto model = build_model(c.model, source->shape());
-  checkpoint.restore_model(*model);
-  const KernelLayout layout = place_in_checked_layout(*model, c.model, source->shape(), device, warn_on_stderr);
+  const auto source = std::make_shared<FolderSource>("", std::move(files), names,
+                                                     image_file_transform(c.data, p.input), p.input.channels);
 
   // evaluate() runs the same batched, normalised forward pass as eval; only its top-k output is used here.
   nlohmann::json out = nlohmann::json::array();
-  EvalOptions options = eval_options(c, device, layout.channels_last, nullptr);
+  EvalOptions options = eval_options(c, p.device, p.channels_last, nullptr);
   options.on_batch = [&](size_t first, const torch::Tensor& classes, const torch::Tensor& probs, const torch::Tensor&) {
     const auto cls = classes.accessor<int64_t, 2>();
-    const auto p = probs.accessor<float, 2>();
+    const auto prob = probs.accessor<float, 2>();
     for (int64_t i = 0; i < classes.size(0); ++i) {
       nlohmann::json top = nlohmann::json::array();
       for (int64_t j = 0; j < classes.size(1); ++j)
-        top.push_back({{"class", cls[i][j]}, {"name", names[static_cast<size_t>(cls[i][j])]}, {"prob", p[i][j]}});
+        top.push_back({{"class", cls[i][j]}, {"name", names[static_cast<size_t>(cls[i][j])]}, {"prob", prob[i][j]}});
       out.push_back({{"image", args.images[first + static_cast<size_t>(i)]}, {"top", top}});
     }
   };
-  evaluate(*model, source, options);
+  evaluate(*p.model, source, options);
 
   if (args.json) {
-    std::cout << nlohmann::json{{"checkpoint", args.checkpoint}, {"predictions", out}}.dump() << "\n";
+    const nlohmann::json from = args.model.empty() ? nlohmann::json{{"checkpoint", args.checkpoint}}
+                                                   : nlohmann::json{{"model", args.model}};
+    nlohmann::json report = from;
+    report["predictions"] = out;
+    std::cout << report.dump() << "\n";
     return 0;
   }
   for (const auto& image : out) {
@@ -90,9 +133,10 @@ int run_predict(const PredictArgs& args) {
 
 void add_predict_command(CLI::App& app, Commands& commands) {
   auto args = std::make_shared<PredictArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("predict", "top-5 classes of image files, with the checkpoint's own preprocessing");
-  add_checkpoint_option(*cmd, args->checkpoint);
+  CLI::App* cmd = app.add_subcommand(
+      "predict", "top-5 classes of image files, with the checkpoint's own preprocessing (or an exported file's)");
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint file (last.pt or best.pt)");
+  cmd->add_option("--model", args->model, "an exported ONNX (run in OpenCV's DNN module) or TorchScript file");
   cmd->add_option("images", args->images, "image files")->required();
   add_json_flag(*cmd, args->json);
   commands.push_back({cmd, [args] { return run_predict(*args); }});

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "trainer/data/resample.hpp"
+#include "trainer/util/error.hpp"
 
 namespace trainer {
 
@@ -51,6 +52,18 @@ TransformSpec make_transform_spec(const DataConfig& data, bool train) {
   s.interpolation = a.interpolation;
   s.reduce = data.decode_reduce == DecodeReduce::automatic;
   return s;
+}
+
+TransformSpec image_file_transform(const DataConfig& data, const ImageShape& input) {
+  if (data.kind == DataKind::imagenet) return make_transform_spec(data, /*train=*/false);
+  if (input.height != input.width)
+    throw UsageError("images need a square model input; this model's is " + std::to_string(input.height) + "x" +
+                     std::to_string(input.width));
+  TransformSpec spec;
+  spec.train = false;
+  spec.size = input.height;
+  spec.resize = input.height;
+  return spec;
 }
 
 CropBox random_resized_crop(int64_t height, int64_t width, const TransformSpec& spec, SplitMix64& rng) {

@@ -194,18 +194,18 @@ TensorFile read_safetensors(const fs::path& path) {
   return file;
 }
 
-void write_safetensors(const fs::path& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata,
+                              const std::string& source) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::vector<torch::Tensor> data;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     if (name == "__metadata__" || header.contains(name))
-      throw WeightsError(path.string() + ": tensor name \"" + name + "\" is reserved or repeated");
+      throw WeightsError(source + ": tensor name \"" + name + "\" is reserved or repeated");
     const DtypeInfo* dtype = dtype_by_type(tensor.scalar_type());
     if (!dtype)
-      throw WeightsError(path.string() + ": tensor \"" + name + "\" has dtype " +
+      throw WeightsError(source + ": tensor \"" + name + "\" has dtype " +
                          std::string(c10::toString(tensor.scalar_type())) + ", which safetensors cannot hold");
     torch::Tensor row_major = tensor.detach().to(torch::kCPU).contiguous();
     const uint64_t bytes = static_cast<uint64_t>(row_major.numel()) * dtype->size;
@@ -215,13 +215,18 @@ void write_safetensors(const fs::path& path, const NamedTensors& tensors,
   }
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // pad with spaces so the data area starts 8-byte aligned
-  write_file_atomically(path, [&](const ByteSink& sink) {
-    std::array<char, 8> length{};
-    for (size_t i = 0; i < 8; ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
-    sink(length.data(), length.size());
-    sink(text.data(), text.size());
-    for (const auto& t : data) sink(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size());
-  });
+  std::string out;
+  out.reserve(8 + text.size() + offset);
+  for (size_t i = 0; i < 8; ++i) out.push_back(static_cast<char>((text.size() >> (8 * i)) & 0xff));
+  out += text;
+  for (const auto& t : data) out.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size());
+  return out;
+}
+
+void write_safetensors(const fs::path& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const std::string bytes = safetensors_bytes(tensors, metadata, path.string());
+  write_file_atomically(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
 }
 
 }  // namespace trainer

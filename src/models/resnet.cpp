@@ -65,6 +65,20 @@ torch::Tensor ResidualBlock::forward(torch::Tensor x) {
   return out.relu_();
 }
 
+std::string ResidualBlock::describe(LayerGraph& g, const std::string& x, const std::string& prefix) const {
+  std::string out = g.relu(g.batch_norm(g.conv(x, prefix + ".conv1", *conv1), prefix + ".bn1", bn1->eps()));
+  out = g.batch_norm(g.conv(out, prefix + ".conv2", *conv2), prefix + ".bn2", bn2->eps());
+  if (bottleneck_)
+    out = g.batch_norm(g.conv(g.relu(out), prefix + ".conv3", *conv3), prefix + ".bn3", bn3->eps());
+  std::string shortcut = x;
+  if (downsample) {
+    const auto parts = downsample->children();
+    shortcut = g.batch_norm(g.conv(x, prefix + ".downsample.0", *parts[0]->as<nn::Conv2d>()),
+                            prefix + ".downsample.1", parts[1]->as<SyncBatchNorm2d>()->eps());
+  }
+  return g.relu(g.add(out, shortcut));
+}
+
 ResNet::ResNet(const ResNetOptions& o) : max_pool_(o.stem == StemKind::imagenet) {
   conv1 = register_module("conv1", max_pool_ ? conv(o.in_channels, 64, 7, 2) : conv(o.in_channels, 64, 3));
   bn1 = register_module("bn1", SyncBatchNorm2d(64));
@@ -107,6 +121,21 @@ torch::Tensor ResNet::forward(torch::Tensor x) {
   // run.deterministic would stop every ResNet; the mean's backward is a broadcast.
   x = x.mean({2, 3});
   return fc->forward(dropout->forward(x));
+}
+
+std::optional<LayerGraph> ResNet::inference_graph() const {
+  LayerGraph g;
+  std::string x = g.relu(g.batch_norm(g.conv(g.input, "conv1", *conv1), "bn1", bn1->eps()));
+  if (max_pool_) x = g.max_pool(x, 3, 2, 1);
+  const std::pair<const char*, const nn::Sequential*> layers[] = {
+      {"layer1", &layer1}, {"layer2", &layer2}, {"layer3", &layer3}, {"layer4", &layer4}};
+  for (const auto& [name, layer] : layers) {
+    const auto blocks = (*layer)->children();
+    for (size_t i = 0; i < blocks.size(); ++i)
+      x = blocks[i]->as<ResidualBlock>()->describe(g, x, std::string(name) + "." + std::to_string(i));
+  }
+  g.output = g.linear(g.global_avg_pool(x), "fc");  // dropout is the identity in eval mode
+  return g;
 }
 
 }  // namespace trainer

@@ -26,4 +26,12 @@ torch::Tensor SimpleCnn::forward(torch::Tensor x) {
   return fc2->forward(dropout->forward(x));
 }
 
+std::optional<LayerGraph> SimpleCnn::inference_graph() const {
+  LayerGraph g;
+  std::string x = g.relu(g.conv(g.relu(g.conv(g.input, "conv1", *conv1)), "conv2", *conv2));
+  x = g.relu(g.linear(g.flatten(g.max_pool(x, 2, 2, 0)), "fc1"));  // dropout is the identity in eval mode
+  g.output = g.linear(x, "fc2");
+  return g;
+}
+
 }  // namespace trainer

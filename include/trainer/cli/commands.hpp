@@ -61,7 +61,11 @@ struct EvalArgs {
 
 struct ExportArgs {
   std::string checkpoint;              // --checkpoint FILE
-  std::string output;                  // --output FILE.safetensors
+  std::string output;                  // --output FILE
+  std::string format;                  // --format (default: from the output's extension)
+  bool ema = false;                    // --ema: the checkpoint's EMA weights
+  int64_t opset = 0;                   // --opset N (ONNX; 0: 17)
+  std::string batch = "dynamic";       // --batch dynamic|N (ONNX)
 };
 
 // `trainer bench`: times the training step (forward, loss, backward, SGD update) on random data.
@@ -108,6 +112,7 @@ struct ConfigShowArgs {
 // `trainer predict`: top-5 classes of image files with a checkpoint's own preprocessing.
 struct PredictArgs {
   std::string checkpoint;              // --checkpoint FILE
+  std::string model;                   // --model FILE: an exported ONNX or TorchScript file instead
   std::vector<std::string> images;     // IMAGE...
   bool json = false;                   // --json: one JSON line
 };

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "trainer/config/config.hpp"
+#include "trainer/data/image_shape.hpp"
 #include "trainer/util/hash.hpp"
 
 namespace trainer {
@@ -29,6 +30,11 @@ struct TransformSpec {
 };
 
 TransformSpec make_transform_spec(const DataConfig& data, bool train);
+
+// The preprocessing of single image files for a trained model (predict, exported files): image-folder runs use
+// their eval transform (resize, center crop); MNIST-style runs resize the shorter side to the model's input
+// size and center-crop it. Throws UsageError for a non-square model input of the latter.
+TransformSpec image_file_transform(const DataConfig& data, const ImageShape& input);
 
 // A crop in source-image pixels. Train crops are whole pixels; eval crops are the center crop of the resized
 // image mapped back to the source, so they may be fractional.

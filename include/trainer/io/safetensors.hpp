@@ -31,8 +31,12 @@ constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t{100} << 20;
 // not overlapping. Throws WeightsError naming the file (and the tensor); never reads past the end of the file.
 TensorFile read_safetensors(const std::filesystem::path& path);
 
-// Writes CPU copies of the tensors, row-major whatever their memory format, atomically (temp file + rename).
-// Throws WeightsError for a dtype safetensors cannot hold or a repeated name.
+// The file's bytes: CPU copies of the tensors, row-major whatever their memory format. Throws WeightsError
+// naming `source` for a dtype safetensors cannot hold or a repeated name.
+std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata,
+                              const std::string& source);
+
+// safetensors_bytes, written atomically (temp file + rename).
 void write_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata);
 

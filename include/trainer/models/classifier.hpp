@@ -8,11 +8,16 @@
 #include <memory>
 #include <optional>
 
+#include "trainer/models/layer_graph.hpp"
+
 namespace trainer {
 
 class Classifier : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor images) = 0;
+  // The eval-mode forward pass as layers over the model's named parameters, which the deployment formats
+  // (ONNX, TorchScript) translate; nullopt for a model that cannot be exported.
+  virtual std::optional<LayerGraph> inference_graph() const { return std::nullopt; }
 };
 
 using ClassifierPtr = std::shared_ptr<Classifier>;

@@ -47,6 +47,8 @@ class ResidualBlock final : public torch::nn::Module {
  public:
   ResidualBlock(const ResNetSpec& spec, int64_t in_planes, int64_t planes, int64_t stride);
   torch::Tensor forward(torch::Tensor x);
+  // Appends the block's layers, its parameters under `prefix` ("layer1.0"), to `graph`; returns its output.
+  std::string describe(LayerGraph& graph, const std::string& x, const std::string& prefix) const;
   // The BatchNorm whose weight zero_init_residual sets to 0 (bn2 or bn3).
   SyncBatchNorm2d& last_bn() { return bottleneck_ ? bn3 : bn2; }
 
@@ -61,6 +63,7 @@ class ResNet final : public Classifier {
  public:
   explicit ResNet(const ResNetOptions& options);
   torch::Tensor forward(torch::Tensor images) override;
+  std::optional<LayerGraph> inference_graph() const override;
 
  private:
   bool max_pool_;

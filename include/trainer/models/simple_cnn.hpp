@@ -22,6 +22,7 @@ class SimpleCnn final : public Classifier {
  public:
   explicit SimpleCnn(const SimpleCnnOptions& options);
   torch::Tensor forward(torch::Tensor images) override;
+  std::optional<LayerGraph> inference_graph() const override;
 
  private:
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};

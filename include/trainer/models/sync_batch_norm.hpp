@@ -26,6 +26,7 @@ class SyncBatchNorm2dImpl : public torch::nn::Cloneable<SyncBatchNorm2dImpl> {
   torch::Tensor forward(const torch::Tensor& input);
   void sync_over(SumOverRanks sum) { sum_ = std::move(sum); }
   void pretty_print(std::ostream& stream) const override;
+  double eps() const { return eps_; }
 
   torch::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 

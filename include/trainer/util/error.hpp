@@ -57,6 +57,12 @@ class WeightsError : public Error {
   explicit WeightsError(const std::string& m) : Error("weights", m, 2) {}
 };
 
+// A deployment file (ONNX, TorchScript) that cannot be built, checked, written or read. The message names it.
+class ExportError : public Error {
+ public:
+  explicit ExportError(const std::string& m) : Error("export", m, 2) {}
+};
+
 // Training itself failed (for example a non-finite loss); the previous checkpoint is intact.
 class TrainError : public Error {
  public:

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <utility>
 
 // CMake defines TRAINER_CUDA when the LibTorch found has CUDA; CPU builds never see CUDA headers.
@@ -28,6 +29,14 @@ namespace trainer::compat {
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 inline std::string torch_version() { return TORCH_VERSION; }
+
+// The alternative T of a module option's variant (padding, padding mode), or null: LibTorch 1.13's options hold
+// c10::variant, 2.x's std::variant; argument-dependent lookup picks the matching get_if.
+template <class T, class Variant>
+const T* variant_get_if(const Variant& v) {
+  using std::get_if;
+  return get_if<T>(&v);
+}
 
 // Peak bytes allocated and reserved by the CUDA caching allocator on device `index`; nullopt without CUDA.
 inline std::optional<std::pair<int64_t, int64_t>> cuda_memory_peaks(c10::DeviceIndex index) {

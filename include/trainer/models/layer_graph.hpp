@@ -1,0 +1,60 @@
+// A classifier's eval-mode forward pass as a straight list of layers over named values, each layer naming the
+// model's own parameters (torchvision's state-dict prefixes): what the deployment formats (ONNX, TorchScript)
+// translate, so a format is written once for every architecture and an architecture once for every format.
+//   LayerGraph g;  std::string x = g.input;
+//   x = g.conv(x, "conv1", *conv1);  x = g.batch_norm(x, "bn1", 1e-5);  x = g.relu(x);  ...;  g.output = x;
+#pragma once
+
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainer {
+
+enum class LayerKind {
+  conv,             // param.weight [O, I/groups, k, k] (+ param.bias): kernel, stride, padding, groups
+  batch_norm,       // param.{weight, bias, running_mean, running_var}, eps (inference: running statistics)
+  relu,
+  max_pool,         // kernel, stride, padding
+  add,              // inputs[0] + inputs[1]
+  global_avg_pool,  // [N, C, H, W] -> [N, C]
+  flatten,          // [N, ...] -> [N, prod(...)]
+  linear,           // param.weight [O, I], param.bias
+};
+
+struct Layer {
+  LayerKind kind = LayerKind::relu;
+  std::vector<std::string> inputs;  // value names
+  std::string output;               // the value this layer makes
+  std::string param;                // state-dict prefix of its parameters ("layer1.0.conv1"); empty when none
+  int64_t kernel = 0, stride = 1, padding = 0, groups = 1;
+  bool bias = false;                // conv: has param.bias
+  double eps = 1e-5;                // batch_norm
+};
+
+struct LayerGraph {
+  std::string input = "input";  // float [N, C, H, W], normalised
+  std::string output;           // logits [N, classes]
+  std::vector<Layer> layers;
+
+  // Each appends one layer reading `x` and returns the name of its output value ("v12").
+  std::string conv(const std::string& x, const std::string& param, const torch::nn::Conv2dImpl& conv);
+  std::string batch_norm(const std::string& x, const std::string& param, double eps);
+  std::string relu(const std::string& x);
+  std::string max_pool(const std::string& x, int64_t kernel, int64_t stride, int64_t padding);
+  std::string add(const std::string& a, const std::string& b);
+  std::string global_avg_pool(const std::string& x);
+  std::string flatten(const std::string& x);
+  std::string linear(const std::string& x, const std::string& param);
+
+ private:
+  std::string append(Layer layer);
+};
+
+// Lower-case name of a layer kind, for messages.
+const char* layer_kind_name(LayerKind kind);
+
+}  // namespace trainer

@@ -1,0 +1,268 @@
+// ONNX, built with the ONNX library's own protobuf classes (libonnx) and checked with its checker and strict
+// shape inference before any byte is returned; opened for inference with OpenCV's DNN module. BatchNorm stays a
+// BatchNormalization node with the running statistics under their state-dict names (bn1.running_mean, ...):
+// nothing is folded, so the file keeps the checkpoint's exact weights and every runtime (ONNX Runtime, TensorRT,
+// OpenCV) folds it into the convolution itself when it compiles the graph.
+#include "trainer/deploy/export_format.hpp"
+
+#include <torch/torch.h>
+
+#include <map>
+#include <set>
+
+#include "trainer/util/error.hpp"
+
+#ifdef TRAINER_ONNX
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <opencv2/dnn.hpp>
+#endif
+
+namespace trainer {
+
+#ifdef TRAINER_ONNX
+
+namespace {
+
+constexpr int64_t kDefaultOpset = 17;
+constexpr int64_t kMinOpset = 13;  // Gemm, Flatten and friends as every current runtime reads them
+
+int64_t max_opset() {
+  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
+}
+
+void set_ints(onnx::NodeProto& node, const std::string& name, std::initializer_list<int64_t> values) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void set_int(onnx::NodeProto& node, const std::string& name, int64_t value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void set_float(onnx::NodeProto& node, const std::string& name, float value) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+void set_tensor_type(onnx::ValueInfoProto& v, const std::string& name, const std::vector<std::string>& dims) {
+  v.set_name(name);
+  auto* t = v.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (const auto& d : dims) {
+    auto* dim = t->mutable_shape()->add_dim();
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0])))
+      dim->set_dim_value(std::stoll(d));
+    else
+      dim->set_dim_param(d);
+  }
+}
+
+class GraphWriter {
+ public:
+  GraphWriter(onnx::GraphProto& graph, const LayerGraph& layers, const NamedTensors& tensors)
+      : graph_(graph), layers_(layers) {
+    for (const auto& [name, value] : tensors) tensors_.emplace(name, value);
+  }
+
+  void write() {
+    for (const Layer& l : layers_.layers) {
+      switch (l.kind) {
+        case LayerKind::conv: {
+          std::vector<std::string> in{value(l.inputs[0]), weight(l.param + ".weight")};
+          if (l.bias) in.push_back(weight(l.param + ".bias"));
+          auto& n = node("Conv", in, l);
+          const auto w = tensors_.at(l.param + ".weight");
+          set_ints(n, "kernel_shape", {w.size(2), w.size(3)});
+          set_ints(n, "strides", {l.stride, l.stride});
+          set_ints(n, "pads", {l.padding, l.padding, l.padding, l.padding});
+          set_ints(n, "dilations", {1, 1});
+          set_int(n, "group", l.groups);
+          break;
+        }
+        case LayerKind::batch_norm: {
+          auto& n = node("BatchNormalization",
+                         {value(l.inputs[0]), weight(l.param + ".weight"), weight(l.param + ".bias"),
+                          weight(l.param + ".running_mean"), weight(l.param + ".running_var")},
+                         l);
+          set_float(n, "epsilon", static_cast<float>(l.eps));
+          set_float(n, "momentum", 0.9f);  // ONNX's momentum is the share kept: PyTorch's 0.1
+          break;
+        }
+        case LayerKind::relu: node("Relu", {value(l.inputs[0])}, l); break;
+        case LayerKind::max_pool: {
+          auto& n = node("MaxPool", {value(l.inputs[0])}, l);
+          set_ints(n, "kernel_shape", {l.kernel, l.kernel});
+          set_ints(n, "strides", {l.stride, l.stride});
+          set_ints(n, "pads", {l.padding, l.padding, l.padding, l.padding});
+          break;
+        }
+        case LayerKind::add: node("Add", {value(l.inputs[0]), value(l.inputs[1])}, l); break;
+        case LayerKind::global_avg_pool: {
+          // [N, C, H, W] -> GlobalAveragePool [N, C, 1, 1] -> Flatten [N, C]: the pair every runtime knows.
+          auto& pool = node("GlobalAveragePool", {value(l.inputs[0])}, l);
+          pool.set_output(0, l.output + "_pooled");
+          pool.set_name(pool.name() + "_pool");
+          set_int(node("Flatten", {l.output + "_pooled"}, l), "axis", 1);
+          break;
+        }
+        case LayerKind::flatten: set_int(node("Flatten", {value(l.inputs[0])}, l), "axis", 1); break;
+        case LayerKind::linear: {
+          auto& n = node("Gemm", {value(l.inputs[0]), weight(l.param + ".weight"), weight(l.param + ".bias")}, l);
+          set_int(n, "transB", 1);
+          break;
+        }
+      }
+    }
+  }
+
+  std::string value(const std::string& name) const {
+    if (name == layers_.input) return "input";
+    if (name == layers_.output) return "logits";
+    return name;
+  }
+
+ private:
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs, const Layer& l) {
+    auto* n = graph_.add_node();
+    n->set_op_type(op);
+    n->set_name((l.param.empty() ? std::string(layer_kind_name(l.kind)) : l.param) + "/" + l.output);
+    for (const auto& in : inputs) n->add_input(in);
+    n->add_output(value(l.output));
+    return *n;
+  }
+
+  // Adds the parameter as an initializer once; returns its name.
+  const std::string& weight(const std::string& name) {
+    if (written_.insert(name).second) {
+      const auto it = tensors_.find(name);
+      if (it == tensors_.end()) throw ExportError("ONNX export: the model has no tensor \"" + name + "\"");
+      const torch::Tensor t = it->second.to(torch::kFloat).contiguous();
+      auto* init = graph_.add_initializer();
+      init->set_name(name);
+      init->set_data_type(onnx::TensorProto::FLOAT);
+      for (int64_t d : t.sizes()) init->add_dims(d);
+      init->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.numel() * sizeof(float)));
+    }
+    return *written_.find(name);
+  }
+
+  onnx::GraphProto& graph_;
+  const LayerGraph& layers_;
+  std::map<std::string, torch::Tensor> tensors_;
+  std::set<std::string> written_;
+};
+
+std::string serialize(const ExportRequest& r) {
+  const int64_t opset = r.opset == 0 ? kDefaultOpset : r.opset;
+  if (opset < kMinOpset || opset > max_opset())
+    throw UsageError("--opset: " + std::to_string(opset) + " is outside " + std::to_string(kMinOpset) + ".." +
+                     std::to_string(max_opset()) + " (this build's ONNX library knows up to " +
+                     std::to_string(max_opset()) + ")");
+  onnx::ModelProto model;
+  model.set_ir_version(onnx::IR_VERSION);
+  model.set_producer_name("trainer");
+  model.set_producer_version(TRAINER_VERSION);
+  model.set_doc_string("image classifier: float NCHW input normalised with the metadata's mean and std, logits out");
+  auto* op = model.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  for (const auto& [key, value] : r.metadata) {
+    auto* p = model.add_metadata_props();
+    p->set_key(key);
+    p->set_value(value);
+  }
+  auto& graph = *model.mutable_graph();
+  graph.set_name(r.metadata.count("arch") ? r.metadata.at("arch") : "classifier");
+  const std::string batch = r.batch > 0 ? std::to_string(r.batch) : "batch";
+  set_tensor_type(*graph.add_input(), "input",
+                  {batch, std::to_string(r.input.channels), std::to_string(r.input.height), std::to_string(r.input.width)});
+  set_tensor_type(*graph.add_output(), "logits", {batch, std::to_string(r.num_classes)});
+  NamedTensors tensors = r.parameters;
+  tensors.insert(tensors.end(), r.buffers.begin(), r.buffers.end());
+  GraphWriter(graph, r.graph, tensors).write();
+  try {
+    onnx::checker::check_model(model);
+    // Strict inference: every node's output type and shape must follow from the input's, ending at [batch, classes].
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(/*check_type=*/true, /*strict=*/1));
+  } catch (const std::exception& e) {
+    throw ExportError(std::string("ONNX export: the checker refused the graph: ") + e.what());
+  }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) throw ExportError("ONNX export: the model does not serialize (over 2 GiB?)");
+  return bytes;
+}
+
+class OpenCvDnnClassifier final : public Classifier {
+ public:
+  explicit OpenCvDnnClassifier(cv::dnn::Net net) : net_(std::move(net)) {}
+  torch::Tensor forward(torch::Tensor images) override {
+    const torch::Tensor x = images.to(torch::kCPU, torch::kFloat).contiguous();
+    std::vector<int> shape(x.sizes().begin(), x.sizes().end());
+    const cv::Mat blob(static_cast<int>(shape.size()), shape.data(), CV_32F, x.data_ptr());
+    net_.setInput(blob);
+    cv::Mat out = net_.forward();
+    return torch::from_blob(out.ptr<float>(), {out.size[0], static_cast<int64_t>(out.total()) / out.size[0]},
+                            torch::kFloat)
+        .clone();
+  }
+
+ private:
+  cv::dnn::Net net_;
+};
+
+DeployedModel open(const std::string& bytes, const std::string& source) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes) || model.graph().node_size() == 0)
+    throw ExportError(source + ": not an ONNX model (the file does not parse as one)");
+  DeployedModel m;
+  for (const auto& p : model.metadata_props()) m.metadata[p.key()] = p.value();
+  cv::dnn::Net net;
+  try {
+    net = cv::dnn::readNetFromONNX(bytes.data(), bytes.size());
+  } catch (const cv::Exception& e) {
+    throw ExportError(source + ": OpenCV's DNN module cannot read it (" + e.err + ")");
+  }
+  if (net.empty()) throw ExportError(source + ": OpenCV's DNN module read no network from it");
+  net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
+  net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
+  m.model = std::make_shared<OpenCvDnnClassifier>(std::move(net));
+  return m;
+}
+
+}  // namespace
+
+#endif  // TRAINER_ONNX
+
+ExportFormat onnx_format() {
+  ExportFormat f;
+  f.name = "onnx";
+  f.extensions = {".onnx"};
+  f.metadata_where = "the model's metadata_props (onnx.load(f).metadata_props; onnxruntime: get_modelmeta())";
+  f.needs_graph = true;
+#ifdef TRAINER_ONNX
+  f.serialize = serialize;
+  f.open = open;
+#else
+  const auto unavailable = [] {
+    return ExportError(
+        "this trainer was built without ONNX (it needs the ONNX library and OpenCV's dnn module: on Debian "
+        "libonnx-dev and libopencv-dev; rebuild after installing them)");
+  };
+  f.serialize = [unavailable](const ExportRequest&) -> std::string { throw unavailable(); };
+  f.open = [unavailable](const std::string&, const std::string&) -> DeployedModel { throw unavailable(); };
+#endif
+  return f;
+}
+
+}  // namespace trainer

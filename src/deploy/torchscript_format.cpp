@@ -1,0 +1,189 @@
+// TorchScript: a torch::jit::Module built here rather than scripted. LibTorch's C++ frontend cannot script a
+// C++ module, and tracing would need Python; but a jit::Module can hold submodules, parameters and buffers under
+// any names and take methods defined from TorchScript source. So the file holds torchvision's module tree
+// (conv1, layer1 -> "0" -> conv1, ...) with every parameter and buffer under its state-dict name, and a
+// forward() written from the layer graph with the same ATen calls the C++ modules make (conv2d, batch_norm,
+// max_pool2d, linear, ...). The same code builds it on LibTorch 1.13 and 2.x, the archive loads with
+// torch.jit.load and torch::jit::load alone, and state_dict() loads into torchvision's model.
+#include <torch/script.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "trainer/deploy/export_format.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace {
+
+const char* kMetadataFile = "metadata.json";
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// "layer1.0.conv1" -> getattr(self.layer1, "0").conv1: TorchScript reaches a numbered child through getattr.
+std::string attribute_path(const std::string& dotted) {
+  std::string expr = "self";
+  std::stringstream parts(dotted);
+  for (std::string part; std::getline(parts, part, '.');)
+    expr = is_identifier(part) ? expr + "." + part : "getattr(" + expr + ", \"" + part + "\")";
+  return expr;
+}
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+std::string pair(int64_t v) { return "[" + std::to_string(v) + ", " + std::to_string(v) + "]"; }
+
+// forward() in TorchScript, one line per layer.
+std::string forward_source(const LayerGraph& g) {
+  std::string src = "def forward(self, " + g.input + ": Tensor) -> Tensor:\n";
+  for (const Layer& l : g.layers) {
+    const std::string x = l.inputs[0], p = attribute_path(l.param);
+    std::string call;
+    switch (l.kind) {
+      case LayerKind::conv:
+        call = "torch.conv2d(" + x + ", " + p + ".weight, " + (l.bias ? p + ".bias" : "None") + ", " + pair(l.stride) +
+               ", " + pair(l.padding) + ", [1, 1], " + std::to_string(l.groups) + ")";
+        break;
+      case LayerKind::batch_norm:
+        call = "torch.batch_norm(" + x + ", " + p + ".weight, " + p + ".bias, " + p + ".running_mean, " + p +
+               ".running_var, False, 0.1, " + number(l.eps) + ", True)";
+        break;
+      case LayerKind::relu: call = "torch.relu(" + x + ")"; break;
+      case LayerKind::max_pool:
+        call = "torch.max_pool2d(" + x + ", " + pair(l.kernel) + ", " + pair(l.stride) + ", " + pair(l.padding) +
+               ", [1, 1], False)";
+        break;
+      case LayerKind::add: call = "torch.add(" + x + ", " + l.inputs[1] + ")"; break;
+      case LayerKind::global_avg_pool: call = "torch.mean(" + x + ", [2, 3])"; break;
+      case LayerKind::flatten: call = "torch.flatten(" + x + ", 1)"; break;
+      case LayerKind::linear: call = "torch.linear(" + x + ", " + p + ".weight, " + p + ".bias)"; break;
+    }
+    src += "    " + l.output + " = " + call + "\n";
+  }
+  return src + "    return " + g.output + "\n";
+}
+
+// The class name of the module at `prefix`, from the layer that uses its parameters (Conv2d, BatchNorm2d, Linear).
+std::string module_type(const LayerGraph& g, const std::string& prefix) {
+  for (const Layer& l : g.layers)
+    if (l.param == prefix) {
+      if (l.kind == LayerKind::conv) return "Conv2d";
+      if (l.kind == LayerKind::batch_norm) return "BatchNorm2d";
+      if (l.kind == LayerKind::linear) return "Linear";
+    }
+  return "Module";
+}
+
+class ModuleTree {
+ public:
+  ModuleTree(const LayerGraph& graph, const std::string& root_type)
+      : graph_(graph), cu_(std::make_shared<torch::jit::CompilationUnit>()), root_(make(root_type)) {}
+
+  void add(const std::string& name, const torch::Tensor& value, bool buffer) {
+    const size_t dot = name.rfind('.');
+    torch::jit::Module owner = dot == std::string::npos ? root_ : module_at(name.substr(0, dot));
+    const std::string leaf = dot == std::string::npos ? name : name.substr(dot + 1);
+    owner.register_parameter(leaf, value, buffer);
+  }
+
+  torch::jit::Module finish() {
+    root_.define(forward_source(graph_));
+    root_.eval();
+    return root_;
+  }
+
+ private:
+  torch::jit::Module make(const std::string& type) {
+    return torch::jit::Module(c10::QualifiedName("__torch__.trainer." + type), cu_, /*shouldMangle=*/true);
+  }
+
+  // The submodule at `prefix`, made and registered in its parent on first use: parameters arrive in model order,
+  // so the children keep the model's order (a parent refers to its child's type, which may still grow).
+  torch::jit::Module module_at(const std::string& prefix) {
+    if (auto it = modules_.find(prefix); it != modules_.end()) return it->second;
+    const size_t dot = prefix.rfind('.');
+    torch::jit::Module parent = dot == std::string::npos ? root_ : module_at(prefix.substr(0, dot));
+    torch::jit::Module m = make(module_type(graph_, prefix));
+    parent.register_module(dot == std::string::npos ? prefix : prefix.substr(dot + 1), m);
+    modules_.emplace(prefix, m);
+    return m;
+  }
+
+  const LayerGraph& graph_;
+  std::shared_ptr<torch::jit::CompilationUnit> cu_;
+  torch::jit::Module root_;
+  std::map<std::string, torch::jit::Module> modules_;
+};
+
+class TorchScriptClassifier final : public Classifier {
+ public:
+  explicit TorchScriptClassifier(torch::jit::Module module) : module_(std::move(module)) { module_.eval(); }
+  torch::Tensor forward(torch::Tensor images) override {
+    torch::NoGradGuard no_grad;
+    return module_.forward({images}).toTensor();
+  }
+
+ private:
+  torch::jit::Module module_;
+};
+
+std::string serialize(const ExportRequest& r) {
+  std::string root_type = r.metadata.count("arch") ? r.metadata.at("arch") : "Classifier";
+  if (!is_identifier(root_type)) root_type = "Classifier";
+  ModuleTree tree(r.graph, root_type);
+  for (const auto& [name, value] : r.parameters) tree.add(name, value, /*buffer=*/false);
+  for (const auto& [name, value] : r.buffers) tree.add(name, value, /*buffer=*/true);
+  torch::jit::Module module = tree.finish();
+  torch::jit::ExtraFilesMap extra{{kMetadataFile, nlohmann::json(r.metadata).dump(1)}};
+  std::ostringstream out;
+  module.save(out, extra);
+  return out.str();
+}
+
+DeployedModel open(const std::string& bytes, const std::string& source) {
+  torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
+  torch::jit::Module module;
+  try {
+    std::istringstream in(bytes);
+    module = torch::jit::load(in, torch::Device(torch::kCPU), extra);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw ExportError(source + ": not a TorchScript archive LibTorch can load (" + what.substr(0, what.find('\n')) + ")");
+  }
+  DeployedModel m;
+  if (!extra[kMetadataFile].empty()) {
+    const auto j = nlohmann::json::parse(extra[kMetadataFile], nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) throw ExportError(source + ": " + kMetadataFile + " is not a JSON object");
+    for (const auto& [key, value] : j.items())
+      m.metadata[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  }
+  m.model = std::make_shared<TorchScriptClassifier>(std::move(module));
+  return m;
+}
+
+}  // namespace
+
+ExportFormat torchscript_format() {
+  ExportFormat f;
+  f.name = "torchscript";
+  f.extensions = {".pt", ".ts", ".torchscript"};
+  f.metadata_where = std::string("the archive's extra file ") + kMetadataFile +
+                     " (torch.jit.load(f, _extra_files={\"" + kMetadataFile + "\": \"\"}))";
+  f.needs_graph = true;
+  f.serialize = serialize;
+  f.open = open;
+  return f;
+}
+
+}  // namespace trainer

@@ -1,0 +1,82 @@
+#include "trainer/models/layer_graph.hpp"
+
+#include "trainer/util/error.hpp"
+#include "trainer/util/torch_compat.hpp"
+
+namespace trainer {
+
+namespace {
+
+Layer make_layer(LayerKind kind, std::vector<std::string> inputs, std::string param = "") {
+  Layer l;
+  l.kind = kind;
+  l.inputs = std::move(inputs);
+  l.param = std::move(param);
+  return l;
+}
+
+}  // namespace
+
+std::string LayerGraph::append(Layer layer) {
+  layer.output = "v" + std::to_string(layers.size());
+  layers.push_back(std::move(layer));
+  return layers.back().output;
+}
+
+std::string LayerGraph::conv(const std::string& x, const std::string& param, const torch::nn::Conv2dImpl& conv) {
+  const auto& o = conv.options;
+  const auto* padding = compat::variant_get_if<torch::ExpandingArray<2>>(o.padding());
+  if (!padding || (*o.kernel_size())[0] != (*o.kernel_size())[1] || (*o.stride())[0] != (*o.stride())[1] ||
+      (**padding)[0] != (**padding)[1] || (*o.dilation())[0] != 1 || (*o.dilation())[1] != 1 ||
+      o.padding_mode().index() != 0)
+    throw UsageError(param + ": only square, undilated, zero-padded convolutions can be exported");
+  Layer l = make_layer(LayerKind::conv, {x}, param);
+  l.kernel = (*o.kernel_size())[0];
+  l.stride = (*o.stride())[0];
+  l.padding = (**padding)[0];
+  l.groups = o.groups();
+  l.bias = o.bias();
+  return append(std::move(l));
+}
+
+std::string LayerGraph::batch_norm(const std::string& x, const std::string& param, double eps) {
+  Layer l = make_layer(LayerKind::batch_norm, {x}, param);
+  l.eps = eps;
+  return append(std::move(l));
+}
+
+std::string LayerGraph::relu(const std::string& x) { return append(make_layer(LayerKind::relu, {x})); }
+
+std::string LayerGraph::max_pool(const std::string& x, int64_t kernel, int64_t stride, int64_t padding) {
+  Layer l = make_layer(LayerKind::max_pool, {x});
+  l.kernel = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  return append(std::move(l));
+}
+
+std::string LayerGraph::add(const std::string& a, const std::string& b) { return append(make_layer(LayerKind::add, {a, b})); }
+
+std::string LayerGraph::global_avg_pool(const std::string& x) { return append(make_layer(LayerKind::global_avg_pool, {x})); }
+
+std::string LayerGraph::flatten(const std::string& x) { return append(make_layer(LayerKind::flatten, {x})); }
+
+std::string LayerGraph::linear(const std::string& x, const std::string& param) {
+  return append(make_layer(LayerKind::linear, {x}, param));
+}
+
+const char* layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::conv: return "conv";
+    case LayerKind::batch_norm: return "batch_norm";
+    case LayerKind::relu: return "relu";
+    case LayerKind::max_pool: return "max_pool";
+    case LayerKind::add: return "add";
+    case LayerKind::global_avg_pool: return "global_avg_pool";
+    case LayerKind::flatten: return "flatten";
+    case LayerKind::linear: return "linear";
+  }
+  return "?";
+}
+
+}  // namespace trainer
