@@ -139,10 +139,15 @@ int run_export(const ExportArgs& args) {
   std::string shape = format.name == "onnx" ? ", " + (batch > 0 ? "batch " + std::to_string(batch) : "dynamic batch") +
                                                    ", opset " + std::to_string(args.opset ? args.opset : 17)
                                             : "";
-  std::printf("exported %s (%s, epoch %lld, step %lld, %s weights) as %s%s -> %s (%.1f MB, %.2f s)\n",
+  int64_t values = 0;
+  for (const auto* set : {&parameters, &buffers})
+    for (const auto& item : *set) values += item.second.numel();
+  std::printf("exported %s (%s, epoch %lld, step %lld, %s weights) as %s%s: %zu tensors, %lld values -> %s "
+              "(%.1f MB, %.2f s)\n",
               args.checkpoint.c_str(), c.model.arch.c_str(), static_cast<long long>(checkpoint.meta().epoch),
               static_cast<long long>(checkpoint.meta().step), args.ema ? "EMA" : "raw", format.name.c_str(),
-              shape.c_str(), args.output.c_str(), static_cast<double>(bytes.size()) / 1e6, seconds);
+              shape.c_str(), parameters.size() + buffers.size(), static_cast<long long>(values), args.output.c_str(),
+              static_cast<double>(bytes.size()) / 1e6, seconds);
   std::printf("  input: float32 [N, %lld, %lld, %lld], normalised with the metadata's mean and std; output: logits\n",
               static_cast<long long>(input.channels), static_cast<long long>(input.height),
               static_cast<long long>(input.width));

@@ -162,7 +162,7 @@ class GraphWriter {
   std::set<std::string> written_;
 };
 
-std::string serialize(const ExportRequest& r) {
+std::string onnx_serialize(const ExportRequest& r) {
   const int64_t opset = r.opset == 0 ? kDefaultOpset : r.opset;
   if (opset < kMinOpset || opset > max_opset())
     throw UsageError("--opset: " + std::to_string(opset) + " is outside " + std::to_string(kMinOpset) + ".." +
@@ -221,7 +221,7 @@ class OpenCvDnnClassifier final : public Classifier {
   cv::dnn::Net net_;
 };
 
-DeployedModel open(const std::string& bytes, const std::string& source) {
+DeployedModel onnx_open(const std::string& bytes, const std::string& source) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes) || model.graph().node_size() == 0)
     throw ExportError(source + ": not an ONNX model (the file does not parse as one)");
@@ -251,8 +251,8 @@ ExportFormat onnx_format() {
   f.metadata_where = "the model's metadata_props (onnx.load(f).metadata_props; onnxruntime: get_modelmeta())";
   f.needs_graph = true;
 #ifdef TRAINER_ONNX
-  f.serialize = serialize;
-  f.open = open;
+  f.serialize = onnx_serialize;
+  f.open = onnx_open;
 #else
   const auto unavailable = [] {
     return ExportError(

@@ -36,13 +36,13 @@ std::string attribute_path(const std::string& dotted) {
   return expr;
 }
 
-std::string number(double v) {
+std::string script_number(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.17g", v);
   return text;
 }
 
-std::string pair(int64_t v) { return "[" + std::to_string(v) + ", " + std::to_string(v) + "]"; }
+std::string script_pair(int64_t v) { return "[" + std::to_string(v) + ", " + std::to_string(v) + "]"; }
 
 // forward() in TorchScript, one line per layer.
 std::string forward_source(const LayerGraph& g) {
@@ -52,16 +52,16 @@ std::string forward_source(const LayerGraph& g) {
     std::string call;
     switch (l.kind) {
       case LayerKind::conv:
-        call = "torch.conv2d(" + x + ", " + p + ".weight, " + (l.bias ? p + ".bias" : "None") + ", " + pair(l.stride) +
-               ", " + pair(l.padding) + ", [1, 1], " + std::to_string(l.groups) + ")";
+        call = "torch.conv2d(" + x + ", " + p + ".weight, " + (l.bias ? p + ".bias" : "None") + ", " + script_pair(l.stride) +
+               ", " + script_pair(l.padding) + ", [1, 1], " + std::to_string(l.groups) + ")";
         break;
       case LayerKind::batch_norm:
         call = "torch.batch_norm(" + x + ", " + p + ".weight, " + p + ".bias, " + p + ".running_mean, " + p +
-               ".running_var, False, 0.1, " + number(l.eps) + ", True)";
+               ".running_var, False, 0.1, " + script_number(l.eps) + ", True)";
         break;
       case LayerKind::relu: call = "torch.relu(" + x + ")"; break;
       case LayerKind::max_pool:
-        call = "torch.max_pool2d(" + x + ", " + pair(l.kernel) + ", " + pair(l.stride) + ", " + pair(l.padding) +
+        call = "torch.max_pool2d(" + x + ", " + script_pair(l.kernel) + ", " + script_pair(l.stride) + ", " + script_pair(l.padding) +
                ", [1, 1], False)";
         break;
       case LayerKind::add: call = "torch.add(" + x + ", " + l.inputs[1] + ")"; break;
@@ -138,7 +138,7 @@ class TorchScriptClassifier final : public Classifier {
   torch::jit::Module module_;
 };
 
-std::string serialize(const ExportRequest& r) {
+std::string torchscript_serialize(const ExportRequest& r) {
   std::string root_type = r.metadata.count("arch") ? r.metadata.at("arch") : "Classifier";
   if (!is_identifier(root_type)) root_type = "Classifier";
   ModuleTree tree(r.graph, root_type);
@@ -151,7 +151,7 @@ std::string serialize(const ExportRequest& r) {
   return out.str();
 }
 
-DeployedModel open(const std::string& bytes, const std::string& source) {
+DeployedModel torchscript_open(const std::string& bytes, const std::string& source) {
   torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
   torch::jit::Module module;
   try {
@@ -181,8 +181,8 @@ ExportFormat torchscript_format() {
   f.metadata_where = std::string("the archive's extra file ") + kMetadataFile +
                      " (torch.jit.load(f, _extra_files={\"" + kMetadataFile + "\": \"\"}))";
   f.needs_graph = true;
-  f.serialize = serialize;
-  f.open = open;
+  f.serialize = torchscript_serialize;
+  f.open = torchscript_open;
   return f;
 }
 

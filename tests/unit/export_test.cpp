@@ -1,0 +1,203 @@
+// The deployment formats against the model they came from. ONNX files run in OpenCV's DNN module and TorchScript
+// archives loaded back with torch::jit::load give the model's logits for every architecture family, after a few
+// training steps have moved the BatchNorm statistics; the metadata comes back as written; what cannot be exported
+// or read is a one-line error.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "support/fixtures.hpp"
+#include "trainer/deploy/export_format.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+struct DeployCase {
+  std::string arch;
+  StemKind stem;
+  ImageShape input;
+};
+
+const std::vector<DeployCase>& deploy_cases() {
+  static const std::vector<DeployCase> cases{
+      {"resnet18", StemKind::imagenet, {32, 32, 3}},
+      {"resnet18", StemKind::small, {32, 32, 3}},
+      {"resnet50", StemKind::imagenet, {32, 32, 3}},
+      {"resnext50_32x4d", StemKind::imagenet, {32, 32, 3}},
+      {"mnist_cnn", StemKind::imagenet, {28, 28, 1}},
+  };
+  return cases;
+}
+
+constexpr int64_t kDeployClasses = 7;
+
+// Built from a fixed seed and trained three SGD steps, so the weights and running statistics are not the initial ones.
+ClassifierPtr trained_model(const DeployCase& c) {
+  ModelConfig m;
+  m.arch = c.arch;
+  m.stem = c.stem;
+  m.in_channels = c.input.channels;
+  m.num_classes = kDeployClasses;
+  torch::manual_seed(7);
+  auto model = build_model(m, c.input);
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01));
+  model->train();
+  const auto batch = [&] { return torch::randn({6, c.input.channels, c.input.height, c.input.width}) * 2 + 0.5; };
+  for (int step = 0; step < 3; ++step) {
+    sgd.zero_grad();
+    torch::nn::functional::cross_entropy(model->forward(batch()), torch::randint(0, kDeployClasses, {6})).backward();
+    sgd.step();
+  }
+  // More batches through the trained weights, so the running statistics describe them and the logits stay
+  // moderate (eval-mode logits of a deep net whose statistics lag its weights run to 1e19).
+  torch::NoGradGuard no_grad;
+  for (int i = 0; i < 12; ++i) model->forward(batch());
+  model->eval();
+  return model;
+}
+
+NamedTensors contiguous_copies(const std::vector<std::pair<std::string, torch::Tensor>>& items) {
+  NamedTensors out;
+  for (const auto& [name, t] : items) out.emplace_back(name, t.detach().contiguous());
+  return out;
+}
+
+std::string serialize_model(const ExportFormat& format, Classifier& model, const ImageShape& input,
+                            const Metadata& metadata, int64_t batch = 0, int64_t opset = 0) {
+  const auto graph = model.inference_graph();
+  EXPECT_TRUE(graph.has_value());
+  const NamedTensors parameters = contiguous_copies(model.named_parameters().pairs());
+  const NamedTensors buffers = contiguous_copies(model.named_buffers().pairs());
+  return format.serialize({*graph, parameters, buffers, metadata, input, kDeployClasses, opset, batch});
+}
+
+std::vector<const ExportFormat*> runnable_formats() {
+  std::vector<const ExportFormat*> formats{&format_for_output("torchscript", "")};
+#ifdef TRAINER_ONNX
+  formats.push_back(&format_for_output("onnx", ""));
+#endif
+  return formats;
+}
+
+TEST(Export, OnnxAndTorchScriptGiveTheModelsLogits) {
+#ifndef TRAINER_ONNX
+  std::cout << "[ SKIPPED ONNX ] this build has no ONNX; only TorchScript is compared\n";
+#endif
+  for (const auto& c : deploy_cases()) {
+    const auto model = trained_model(c);
+    if (c.arch != "mnist_cnn") {
+      const auto var = model->named_buffers()["bn1.running_var"];
+      ASSERT_GT((var - 1).abs().max().item<double>(), 1e-3) << c.arch << ": the statistics did not move";
+    }
+    for (const ExportFormat* format : runnable_formats()) {
+      const std::string bytes = serialize_model(*format, *model, c.input, {{"arch", c.arch}});
+      const DeployedModel deployed = format->open(bytes, c.arch + "." + format->name);
+      for (int64_t batch : {1, 5}) {
+        const auto x = torch::randn({batch, c.input.channels, c.input.height, c.input.width});
+        torch::NoGradGuard no_grad;
+        const auto expected = model->forward(x);
+        const auto got = deployed.model->forward(x);
+        ASSERT_EQ(got.sizes(), expected.sizes()) << c.arch << " " << format->name << " batch " << batch;
+        ASSERT_LT(expected.abs().max().item<double>(), 100.0) << c.arch << ": 1e-4 is to be an absolute bound";
+        EXPECT_LT((got - expected).abs().max().item<double>(), 1e-4)
+            << "max |logit| " << expected.abs().max().item<double>() << " " << c.arch << " (stem " << static_cast<int>(c.stem) << ") " << format->name << " batch " << batch;
+      }
+    }
+  }
+}
+
+// A fixed ONNX batch runs at that size; the file is the same graph otherwise.
+TEST(Export, FixedBatchOnnxRunsAtItsSize) {
+#ifndef TRAINER_ONNX
+  GTEST_SKIP() << "this build has no ONNX";
+#endif
+  const DeployCase c = deploy_cases()[1];
+  const auto model = trained_model(c);
+  const ExportFormat& onnx = format_for_output("onnx", "");
+  for (int64_t opset : {13, 17}) {
+    const DeployedModel deployed = onnx.open(serialize_model(onnx, *model, c.input, {}, 3, opset), "fixed.onnx");
+    const auto x = torch::randn({3, 3, 32, 32});
+    torch::NoGradGuard no_grad;
+    EXPECT_LT((deployed.model->forward(x) - model->forward(x)).abs().max().item<double>(), 1e-4) << opset;
+  }
+  EXPECT_NE(testing::error_of<UsageError>([&] { serialize_model(onnx, *model, c.input, {}, 0, 12); }).find("--opset: 12"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of<UsageError>([&] { serialize_model(onnx, *model, c.input, {}, 0, 99); }).find("--opset: 99"),
+            std::string::npos);
+}
+
+TEST(Export, MetadataRoundTrips) {
+  const DeployCase c = deploy_cases()[4];
+  const auto model = trained_model(c);
+  const Metadata metadata{{"arch", "mnist_cnn"},
+                          {"class_names", R"(["T-shirt/top", "Trouser", "naïve \"quoted\""])"},
+                          {"mean", "[0.5]"},
+                          {"epoch", "3"},
+                          {"config", R"({"model": {"arch": "mnist_cnn"}})"}};
+  for (const ExportFormat* format : runnable_formats()) {
+    const DeployedModel deployed = format->open(serialize_model(*format, *model, c.input, metadata), "m");
+    EXPECT_EQ(deployed.metadata, metadata) << format->name;
+  }
+}
+
+// TorchScript keeps torchvision's module tree: the same names, in the same order, as the model's state dict.
+TEST(Export, TorchScriptHoldsTheStateDictNames) {
+  const DeployCase c = deploy_cases()[0];
+  const auto model = trained_model(c);
+  const std::string bytes = serialize_model(format_for_output("torchscript", ""), *model, c.input, {});
+  std::istringstream in(bytes);
+  torch::jit::Module loaded = torch::jit::load(in);
+  std::vector<std::string> names, expected;
+  for (const auto& p : loaded.named_parameters()) names.push_back(p.name);
+  for (const auto& b : loaded.named_buffers()) names.push_back(b.name);
+  for (const auto& p : model->named_parameters()) expected.push_back(p.key());
+  for (const auto& b : model->named_buffers()) expected.push_back(b.key());
+  std::sort(names.begin(), names.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(names, expected);
+  EXPECT_TRUE(torch::equal(loaded.attr("layer1").toModule().attr("0").toModule().attr("bn1").toModule().attr(
+                               "running_mean").toTensor(),
+                           model->named_buffers()["layer1.0.bn1.running_mean"]));
+}
+
+TEST(Export, UnreadableFilesAreOneLineErrors) {
+  const DeployCase c = deploy_cases()[4];
+  const auto model = trained_model(c);
+  for (const ExportFormat* format : runnable_formats()) {
+    const std::string bytes = serialize_model(*format, *model, c.input, {});
+    for (const std::string& bad : {std::string("not a model at all"), bytes.substr(0, bytes.size() / 2)}) {
+      const std::string message = testing::error_of<ExportError>([&] { format->open(bad, "broken." + format->name); });
+      EXPECT_NE(message.find("broken." + format->name + ": "), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
+
+TEST(Export, FormatFromNameOrExtension) {
+  EXPECT_EQ(format_for_output("", "m.onnx").name, "onnx");
+  EXPECT_EQ(format_for_output("", "runs/m.ts.pt").name, "torchscript");
+  EXPECT_EQ(format_for_output("", "m.safetensors").name, "safetensors");
+  EXPECT_EQ(format_for_output("onnx", "m.bin").name, "onnx");
+  EXPECT_NE(testing::error_of<UsageError>([] { format_for_output("onx", "m.onnx"); }).find("did you mean \"onnx\""),
+            std::string::npos);
+  EXPECT_NE(testing::error_of<UsageError>([] { format_for_output("", "m.xyz"); }).find("extension \".xyz\""),
+            std::string::npos);
+}
+
+// A layer the formats cannot express stops the export with the parameter's name.
+TEST(Export, RefusesLayersItCannotExpress) {
+  LayerGraph g;
+  torch::nn::Conv2d dilated(torch::nn::Conv2dOptions(3, 4, 3).dilation(2));
+  EXPECT_NE(testing::error_of<UsageError>([&] { g.conv(g.input, "features.0", *dilated); }).find("features.0: only"),
+            std::string::npos);
+  torch::nn::Conv2d same(torch::nn::Conv2dOptions(3, 4, 3).padding(torch::kSame));
+  EXPECT_NE(testing::error_of<UsageError>([&] { g.conv(g.input, "features.1", *same); }).find("features.1: only"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainer
