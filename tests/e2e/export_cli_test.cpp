@@ -1,0 +1,217 @@
+// `trainer export` to the deployment formats and `trainer predict --model`, through the command line as a
+// deployer runs them: every format from one checkpoint, predictions equal to the checkpoint's, the EMA weights
+// with --ema, the files opened by Python's onnx checker, torch.jit.load and torchvision (skipped with a message
+// when absent), and each mistake a one-line error with exit code 2 that leaves no file behind.
+#include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <set>
+
+#include "e2e/e2e_support.hpp"
+#include "trainer/cli/checkpoint_config.hpp"
+#include "trainer/io/checkpoint.hpp"
+#include "trainer/models/factory.hpp"
+
+namespace trainer {
+namespace {
+
+using nlohmann::json;
+using testing::trainer_cli;
+
+// One resnet18 run (imagenet stem, 3x32x32 synthetic images, dropout, channels_last, EMA) shared by the suite.
+class ExportCli : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    const json config = {
+        {"run", {{"name", "deploy"}, {"seed", 5}, {"threads", 2}, {"plot", false}, {"tensorboard", false}}},
+        {"data", {{"kind", "synthetic"}, {"batch_size", 16}, {"eval_batch_size", 32}, {"workers", 1},
+                  {"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}},
+                  {"synthetic", {{"train_size", 96}, {"eval_size", 32}, {"height", 32}, {"width", 32}, {"channels", 3}}}}},
+        {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"num_classes", 10}, {"dropout", 0.2},
+                   {"channels_last", "true"}}},
+        {"optim", {{"lr", 0.02}}},
+        {"train", {{"epochs", 1}, {"ema", {{"enabled", true}, {"decay", 0.9}}}}}};
+    testing::write_text(*dir_ / "deploy.json", config.dump());
+    const auto r = trainer_cli("--config " + (*dir_ / "deploy.json").string() + " -o " + (*dir_ / "run").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    cv::Mat image(40, 52, CV_8UC3);
+    for (int i = 0; i < 3; ++i) {
+      cv::randu(image, 0, 255);
+      cv::imwrite((*dir_ / ("img" + std::to_string(i) + ".png")).string(), image);
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static fs::path checkpoint() { return *dir_ / "run" / "last.pt"; }
+  static std::string images() {
+    return (*dir_ / "img0.png").string() + " " + (*dir_ / "img1.png").string() + " " + (*dir_ / "img2.png").string();
+  }
+  static testing::CommandResult export_to(const fs::path& output, const std::string& extra = "") {
+    return trainer_cli("export --checkpoint " + checkpoint().string() + " -o " + output.string() + " " + extra);
+  }
+
+  static testing::TempDir* dir_;
+};
+testing::TempDir* ExportCli::dir_ = nullptr;
+
+json predictions(const std::string& source) {
+  const auto r = trainer_cli("predict " + source + " " + ExportCli::images() + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return json::parse(r.output.substr(r.output.find('{')))["predictions"];
+}
+
+TEST_F(ExportCli, EachFormatRunsAndPredictsAsTheCheckpoint) {
+  const json reference = predictions("--checkpoint " + checkpoint().string());
+  ASSERT_EQ(reference.size(), 3u);
+  for (const std::string name : {"m.onnx", "m.ts.pt"}) {
+#ifndef TRAINER_ONNX
+    if (name == "m.onnx") continue;
+#endif
+    const auto r = export_to(*dir_ / name);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("checked: runs: its logits match the checkpoint's"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("metadata: "), std::string::npos) << r.output;
+    const json got = predictions("--model " + (*dir_ / name).string());
+    ASSERT_EQ(got.size(), reference.size()) << name;
+    for (size_t i = 0; i < got.size(); ++i)
+      for (size_t k = 0; k < 5; ++k) {
+        EXPECT_EQ(got[i]["top"][k]["class"], reference[i]["top"][k]["class"]) << name << " image " << i << " rank " << k;
+        EXPECT_NEAR(got[i]["top"][k]["prob"].get<double>(), reference[i]["top"][k]["prob"].get<double>(), 1e-5) << name;
+      }
+  }
+  const auto weights = export_to(*dir_ / "m.safetensors");
+  ASSERT_EQ(weights.exit_code, 0) << weights.output;
+  EXPECT_NE(weights.output.find("weights only"), std::string::npos) << weights.output;
+}
+
+// The logits of a model rebuilt from the checkpoint (raw or EMA weights), as eval and eval --ema build it.
+torch::Tensor checkpoint_logits(const fs::path& path, bool ema, const torch::Tensor& x) {
+  const LoadedCheckpoint checkpoint(path);
+  const Config c = config_for_checkpoint(checkpoint, "", {}).config;
+  auto model = build_model(c.model, checkpoint.meta().input);
+  if (ema)
+    EXPECT_TRUE(checkpoint.restore_ema(*model));
+  else
+    checkpoint.restore_model(*model);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  return model->forward(x);
+}
+
+TEST_F(ExportCli, EmaExportsTheEmaWeights) {
+  const auto r = export_to(*dir_ / "ema.ts.pt", "--ema");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("EMA weights"), std::string::npos) << r.output;
+  torch::jit::ExtraFilesMap extra{{"metadata.json", ""}};
+  torch::jit::Module module = torch::jit::load((*dir_ / "ema.ts.pt").string(), torch::kCPU, extra);
+  EXPECT_EQ(json::parse(extra["metadata.json"])["weights"], "ema");
+  torch::manual_seed(3);
+  const auto x = torch::randn({4, 3, 32, 32});
+  torch::NoGradGuard no_grad;
+  const auto got = module.forward({x}).toTensor();
+  EXPECT_LT((got - checkpoint_logits(checkpoint(), /*ema=*/true, x)).abs().max().item<double>(), 1e-5);
+  EXPECT_GT((got - checkpoint_logits(checkpoint(), /*ema=*/false, x)).abs().max().item<double>(), 1e-3)
+      << "the EMA and raw weights should differ after a few steps at decay 0.9";
+}
+
+void write_floats(const fs::path& path, const torch::Tensor& t) {
+  const auto c = t.contiguous();
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * sizeof(float)));
+}
+
+TEST_F(ExportCli, PythonOpensTheFiles) {
+  if (testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import onnx, torch, torchvision'").exit_code != 0)
+    GTEST_SKIP() << "Python's onnx, torch or torchvision not found at " TRAINER_PYTHON
+                 << "; install python3-onnx and python3-torchvision (scripts/setup.sh does)";
+#ifndef TRAINER_ONNX
+  GTEST_SKIP() << "this build has no ONNX export";
+#endif
+  ASSERT_EQ(export_to(*dir_ / "py.onnx").exit_code, 0);
+  const auto fixed = export_to(*dir_ / "py3.onnx", "--batch 3 --opset 13");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
+  ASSERT_EQ(export_to(*dir_ / "py.ts.pt").exit_code, 0);
+  torch::manual_seed(4);
+  const auto x = torch::randn({3, 3, 32, 32});
+  write_floats(*dir_ / "x.f32", x);
+  write_floats(*dir_ / "logits.f32", checkpoint_logits(checkpoint(), false, x));
+  const auto r = testing::run_command(
+      std::string(TRAINER_PYTHON) + " " + TRAINER_SOURCE_DIR + "/tests/interop/check_export.py --input " +
+      (*dir_ / "x.f32").string() + " --shape 3,3,32,32 --expected " + (*dir_ / "logits.f32").string() +
+      " --classes 10 --onnx " + (*dir_ / "py.onnx").string() + " --onnx " + (*dir_ / "py3.onnx").string() +
+      " --torchscript " + (*dir_ / "py.ts.pt").string() + " --torchvision resnet18");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json out = json::parse(r.output.substr(r.output.rfind("{\"onnx\"")));
+  ASSERT_EQ(out["onnx"].size(), 2u);
+  EXPECT_EQ(out["onnx"][0]["checker"], "ok");
+  EXPECT_EQ(out["onnx"][0]["input_dims"], json({"batch", 3, 32, 32}));
+  EXPECT_EQ(out["onnx"][0]["opset"], 17);
+  EXPECT_EQ(out["onnx"][1]["input_dims"], json({3, 3, 32, 32}));
+  EXPECT_EQ(out["onnx"][1]["opset"], 13);
+  for (const std::string key : {"arch", "class_names", "mean", "std", "input_shape", "epoch", "step", "producer"}) {
+    EXPECT_NE(std::find(out["onnx"][0]["metadata_keys"].begin(), out["onnx"][0]["metadata_keys"].end(), key),
+              out["onnx"][0]["metadata_keys"].end())
+        << key;
+    EXPECT_TRUE(out["torchscript_metadata"].contains(key)) << key;
+  }
+  EXPECT_EQ(out["torchscript_metadata"]["arch"], "resnet18");
+  EXPECT_EQ(out["torchscript_metadata"]["mean"], "[0.485,0.456,0.406]");
+  EXPECT_LT(out["torchscript_max_diff"].get<double>(), 1e-4);
+  EXPECT_LT(out["torchvision_max_diff"].get<double>(), 1e-4);
+}
+
+std::set<std::string> folder_listing(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) names.insert(e.path().string());
+  return names;
+}
+
+TEST_F(ExportCli, MistakesAreOneLineErrorsAndLeaveNoFile) {
+  const fs::path d = *dir_ / "mistakes";
+  fs::create_directories(d / "taken.onnx");  // a folder where the file would go
+  testing::write_text(d / "broken.onnx", "this is not protobuf");
+  testing::write_text(d / "broken.ts.pt", "PK this is not a zip archive");
+  ASSERT_EQ(export_to(d / "w.safetensors").exit_code, 0);
+  // A checkpoint without EMA weights: a small mnist_cnn run.
+  const json small = {{"run", {{"threads", 2}, {"plot", false}, {"tensorboard", false}}},
+                      {"data", {{"kind", "synthetic"}, {"batch_size", 16}, {"workers", 1},
+                                {"synthetic", {{"train_size", 32}, {"eval_size", 16}, {"height", 12}, {"width", 12}}}}},
+                      {"model", {{"arch", "mnist_cnn"}, {"num_classes", 10}}},
+                      {"train", {{"epochs", 1}}}};
+  testing::write_text(*dir_ / "small.json", small.dump());
+  ASSERT_EQ(trainer_cli("--config " + (*dir_ / "small.json").string() + " -o " + (*dir_ / "small").string()).exit_code, 0);
+  const std::string ck = " --checkpoint " + checkpoint().string();
+  const std::string out = " -o " + (d / "out.onnx").string();
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"export" + ck + out + " --format onx", "unknown format \"onx\"; did you mean \"onnx\"?"},
+      {"export" + ck + " -o " + (d / "out.xyz").string(), "cannot tell the format from the extension \".xyz\""},
+      {"export --checkpoint " + (*dir_ / "small" / "last.pt").string() + " -o " + (d / "s.ts.pt").string() + " --ema",
+       "holds no EMA weights"},
+      {"export" + ck + " -o " + (d / "missing" / "out.onnx").string(), "does not exist"},
+      {"export" + ck + " -o " + (d / "taken.onnx").string() + " --format torchscript", "taken.onnx: cannot"},
+      {"export" + ck + out + " --opset 12", "--opset: 12 is outside 13.."},
+      {"export" + ck + out + " --batch 0", "--batch: expected dynamic or a batch size > 0, got \"0\""},
+      {"export" + ck + " -o " + (d / "o.ts.pt").string() + " --opset 13", "apply to --format onnx, not torchscript"},
+      {"predict --model " + (d / "broken.onnx").string() + " " + images(), "broken.onnx: not an ONNX model"},
+      {"predict --model " + (d / "broken.ts.pt").string() + " " + images(), "broken.ts.pt: not a TorchScript archive"},
+      {"predict --model " + (d / "w.safetensors").string() + " " + images(), "holds weights only"},
+      {"predict --model " + (d / "broken.onnx").string() + ck + " " + images(), "either --checkpoint FILE or --model"},
+  };
+  const auto before = folder_listing(d);
+  for (const auto& [args, message] : cases) {
+#ifndef TRAINER_ONNX
+    if (args.find("onnx") != std::string::npos && args.find("--format torchscript") == std::string::npos) continue;
+#endif
+    const auto r = trainer_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << "\n" << r.output;
+    EXPECT_EQ(folder_listing(d), before) << args << ": left a file behind";
+  }
+}
+
+}  // namespace
+}  // namespace trainer
