@@ -128,6 +128,7 @@ void add_bench_command(CLI::App& app, Commands& commands) {
       ->check(one_of(bench_modes()))
       ->capture_default_str();
   add_data_bench_command(*cmd, commands);  // before bench itself: `bench data` also parses `bench`
+  add_predict_bench_command(*cmd, commands);
   commands.push_back({cmd, [args] { return args->config.empty() ? run_bench(*args) : run_config_bench(*args); }});
 }
 

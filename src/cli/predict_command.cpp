@@ -2,94 +2,23 @@
 #include <torch/torch.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
-#include "trainer/cli/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
-#include "trainer/config/load.hpp"
+#include "trainer/cli/predictor.hpp"
 #include "trainer/data/folder_source.hpp"
-#include "trainer/deploy/export_format.hpp"
-#include "trainer/engine/backend_settings.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"
-#include "trainer/models/factory.hpp"
-#include "trainer/models/layout_check.hpp"
-#include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
 
-namespace {
-
-// What predict runs: the model, where, and the run's config, input shape and class names for preprocessing.
-struct Predictor {
-  Config config;
-  ImageShape input;
-  std::vector<std::string> names;
-  ClassifierPtr model;
-  torch::Device device{torch::kCPU};
-  bool channels_last = false;
-};
-
-Predictor from_checkpoint(const std::string& path) {
-  const LoadedCheckpoint checkpoint(path);
-  Predictor p;
-  p.config = config_for_checkpoint(checkpoint, "", {}).config;
-  apply_threads(p.config.run);
-  apply_backend_settings(p.config.run);
-  p.device = select_device(p.config.run.device);
-  p.input = checkpoint.meta().input;
-  p.names = checkpoint.meta().class_names;
-  p.model = build_model(p.config.model, p.input);
-  checkpoint.restore_model(*p.model);
-  p.channels_last = place_in_checked_layout(*p.model, p.config.model, p.input, p.device, warn_on_stderr).channels_last;
-  return p;
-}
-
-// An exported ONNX or TorchScript file: the run's config and classes come from the metadata export wrote.
-Predictor from_exported(const std::string& path) {
-  const ExportFormat& format = format_for_output("", path);
-  if (!format.open)
-    throw UsageError(path + ": a " + format.name + " file holds weights only; give --checkpoint, or --model with an " +
-                     "exported ONNX or TorchScript file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ExportError(path + ": cannot open the file");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  DeployedModel deployed = format.open(bytes.str(), path);
-  const auto field = [&](const std::string& key) {
-    const auto it = deployed.metadata.find(key);
-    if (it == deployed.metadata.end())
-      throw ExportError(path + ": its metadata has no \"" + key + "\" (not exported by trainer export?)");
-    const auto j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) throw ExportError(path + ": its metadata \"" + key + "\" is not JSON");
-    return j;
-  };
-  Predictor p;
-  p.config = parse_config(field("config"));
-  p.config.model.num_classes = field("num_classes").get<int64_t>();
-  const auto shape = field("input_shape");
-  p.input = {shape.at(1).get<int64_t>(), shape.at(2).get<int64_t>(), shape.at(0).get<int64_t>()};
-  p.names = field("class_names").get<std::vector<std::string>>();
-  apply_threads(p.config.run);
-  p.model = deployed.model;  // runs on the CPU
-  return p;
-}
-
-}  // namespace
-
 int run_predict(const PredictArgs& args) {
   if (args.images.empty()) throw UsageError("predict needs one or more IMAGE files");
-  if (args.checkpoint.empty() == args.model.empty())
-    throw UsageError("predict needs either --checkpoint FILE or --model FILE (an exported ONNX or TorchScript file)");
-  Predictor p = args.model.empty() ? from_checkpoint(args.checkpoint) : from_exported(args.model);
+  Predictor p = open_predictor(args.checkpoint, args.model);
   const Config& c = p.config;
-  std::vector<std::string>& names = p.names;
-  if (static_cast<int64_t>(names.size()) != c.model.num_classes)
-    for (int64_t i = static_cast<int64_t>(names.size()); i < c.model.num_classes; ++i) names.push_back(std::to_string(i));
+  const std::vector<std::string>& names = p.names;
 
   FileList files;
   for (const auto& image : args.images) {

@@ -85,6 +85,13 @@ TEST_F(ExportCli, EachFormatRunsAndPredictsAsTheCheckpoint) {
   const auto weights = export_to(*dir_ / "m.safetensors");
   ASSERT_EQ(weights.exit_code, 0) << weights.output;
   EXPECT_NE(weights.output.find("weights only"), std::string::npos) << weights.output;
+  // bench predict times the same files: as many timed passes as asked, at the batch asked.
+  const auto bench = trainer_cli("bench predict --model " + (*dir_ / "m.ts.pt").string() + " --batch 3 --warmup 1 --runs 4 --json");
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  const json timing = json::parse(bench.output.substr(bench.output.find('{')));
+  EXPECT_EQ(timing["ms"].size(), 4u);
+  EXPECT_EQ(timing["batch"], 3);
+  EXPECT_EQ(timing["arch"], "resnet18");
 }
 
 // The logits of a model rebuilt from the checkpoint (raw or EMA weights), as eval and eval --ema build it.

@@ -35,7 +35,8 @@ void add_config_command(CLI::App& app, Commands& commands);   // config show, co
 void add_export_command(CLI::App& app, Commands& commands);
 void add_bench_command(CLI::App& app, Commands& commands);    // bench (--arch or --config), bench data
 void add_train_command(CLI::App& app, Commands& commands);    // the top level: trainer --config / --resume
-void add_data_bench_command(CLI::App& bench, Commands& commands);  // called by add_bench_command
+void add_data_bench_command(CLI::App& bench, Commands& commands);     // called by add_bench_command
+void add_predict_bench_command(CLI::App& bench, Commands& commands);  // called by add_bench_command
 
 struct TrainArgs {
   std::string config;                  // --config FILE
@@ -103,6 +104,16 @@ struct DataBenchArgs {
   bool json = false;
 };
 
+// `trainer bench predict`: forward-pass latency of a checkpoint or an exported file on random input.
+struct PredictBenchArgs {
+  std::string checkpoint;              // --checkpoint FILE
+  std::string model;                   // --model FILE (ONNX or TorchScript)
+  int64_t batch = 1;
+  int64_t warmup = 5;
+  int64_t runs = 20;
+  bool json = false;
+};
+
 // `trainer config show`: the resolved config (extends, --set and derived defaults applied) as JSON.
 struct ConfigShowArgs {
   std::string config;                  // --config FILE
@@ -140,6 +151,7 @@ int run_export(const ExportArgs& args);
 int run_bench(const BenchArgs& args);
 int run_config_bench(const BenchArgs& args);
 int run_data_bench(const DataBenchArgs& args);
+int run_predict_bench(const PredictBenchArgs& args);
 
 // "trainer 0.1.0" and the LibTorch runtime (version, CUDA devices, threads).
 std::string version_text();

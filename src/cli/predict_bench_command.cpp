@@ -1,0 +1,65 @@
+// `trainer bench predict`: the latency of a trained model's forward pass on a fixed batch, from its checkpoint or
+// from an exported ONNX (OpenCV DNN) or TorchScript file, so deployment choices are compared on the same input.
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <cstdio>
+
+#include "trainer/cli/bench_support.hpp"
+#include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
+#include "trainer/cli/predictor.hpp"
+#include "trainer/util/clock.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+int run_predict_bench(const PredictBenchArgs& a) {
+  if (a.runs < 1 || a.warmup < 0 || a.batch < 1)
+    throw UsageError("bench predict: --runs and --batch must be >= 1 and --warmup >= 0");
+  Predictor p = open_predictor(a.checkpoint, a.model);
+  auto generator = at::detail::createCPUGenerator(/*seed_val=*/1);
+  torch::Tensor x = torch::randn({a.batch, p.input.channels, p.input.height, p.input.width}, generator, torch::kFloat);
+  x = x.to(p.device).contiguous(p.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous);
+  torch::NoGradGuard no_grad;
+  std::vector<double> ms;
+  for (int64_t i = 0; i < a.warmup + a.runs; ++i) {
+    const auto start = Clock::now();
+    const torch::Tensor logits = p.model->forward(x).to(torch::kCPU);  // the copy waits for a GPU to finish
+    if (i >= a.warmup) ms.push_back(seconds_since(start) * 1e3);
+  }
+  const double med = median(ms);
+  const std::string what = a.model.empty() ? a.checkpoint : a.model;
+  if (a.json) {
+    std::printf("%s\n", nlohmann::json{{"file", what},
+                                       {"arch", p.config.model.arch},
+                                       {"batch", a.batch},
+                                       {"threads", torch::get_num_threads()},
+                                       {"ms", ms},
+                                       {"ms_median", med},
+                                       {"ms_per_image", med / static_cast<double>(a.batch)}}
+                            .dump()
+                            .c_str());
+    return 0;
+  }
+  std::printf("%s (%s): batch %lld, median %.2f ms over %lld runs (%.2f ms per image, min %.2f ms), %d threads\n",
+              what.c_str(), p.config.model.arch.c_str(), static_cast<long long>(a.batch), med,
+              static_cast<long long>(a.runs), med / static_cast<double>(a.batch), *std::min_element(ms.begin(), ms.end()),
+              torch::get_num_threads());
+  return 0;
+}
+
+void add_predict_bench_command(CLI::App& bench, Commands& commands) {
+  auto args = std::make_shared<PredictBenchArgs>();
+  CLI::App* cmd = bench.add_subcommand(
+      "predict", "forward-pass latency of a checkpoint or an exported ONNX / TorchScript file on a fixed batch");
+  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint file");
+  cmd->add_option("--model", args->model, "an exported ONNX or TorchScript file");
+  cmd->add_option("--batch", args->batch, "images per forward pass")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "untimed passes first")->capture_default_str();
+  cmd->add_option("--runs", args->runs, "timed passes")->capture_default_str();
+  add_json_flag(*cmd, args->json);
+  commands.push_back({cmd, [args] { return run_predict_bench(*args); }});
+}
+
+}  // namespace trainer
