@@ -90,7 +90,7 @@ double check_against_model(const ExportFormat& format, const std::string& bytes,
 int run_export(const ExportArgs& args) {
   if (args.checkpoint.empty()) throw UsageError("export needs --checkpoint FILE");
   if (args.output.empty()) throw UsageError("export needs --output FILE");
-  const ExportFormat& format = format_for_output(args.format, args.output);
+  const ExportFormat format = format_for_output(args.format, args.output);
   const int64_t batch = parse_batch(args.batch);
   if (format.name != "onnx" && (args.opset != 0 || batch != 0))
     throw UsageError("--opset and --batch apply to --format onnx, not " + format.name);
@@ -137,7 +137,7 @@ int run_export(const ExportArgs& args) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   std::string shape = format.name == "onnx" ? ", " + (batch > 0 ? "batch " + std::to_string(batch) : "dynamic batch") +
-                                                   ", opset " + std::to_string(args.opset ? args.opset : 17)
+                                                   ", opset " + std::to_string(args.opset ? args.opset : kDefaultOnnxOpset)
                                             : "";
   int64_t values = 0;
   for (const auto* set : {&parameters, &buffers})

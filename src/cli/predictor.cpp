@@ -36,7 +36,7 @@ Predictor predictor_from_checkpoint(const std::string& path) {
 
 // An exported ONNX or TorchScript file: the run's config and classes come from the metadata export wrote.
 Predictor predictor_from_export(const std::string& path) {
-  const ExportFormat& format = format_for_output("", path);
+  const ExportFormat format = format_for_output("", path);
   if (!format.open)
     throw UsageError(path + ": a " + format.name + " file holds weights only; give --checkpoint, or --model with an " +
                      "exported ONNX or TorchScript file");

@@ -33,7 +33,7 @@ std::vector<std::string> export_format_names() {
   return names;
 }
 
-const ExportFormat& format_for_output(const std::string& format, const std::string& path) {
+ExportFormat format_for_output(const std::string& format, const std::string& path) {
   if (!format.empty()) {
     for (const auto& f : export_formats())
       if (f.name == format) return f;

@@ -26,7 +26,6 @@ namespace trainer {
 
 namespace {
 
-constexpr int64_t kDefaultOpset = 17;
 constexpr int64_t kMinOpset = 13;  // Gemm, Flatten and friends as every current runtime reads them
 
 int64_t max_opset() {
@@ -163,7 +162,7 @@ class GraphWriter {
 };
 
 std::string onnx_serialize(const ExportRequest& r) {
-  const int64_t opset = r.opset == 0 ? kDefaultOpset : r.opset;
+  const int64_t opset = r.opset == 0 ? kDefaultOnnxOpset : r.opset;
   if (opset < kMinOpset || opset > max_opset())
     throw UsageError("--opset: " + std::to_string(opset) + " is outside " + std::to_string(kMinOpset) + ".." +
                      std::to_string(max_opset()) + " (this build's ONNX library knows up to " +

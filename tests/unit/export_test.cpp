@@ -23,11 +23,13 @@ struct DeployCase {
 };
 
 const std::vector<DeployCase>& deploy_cases() {
+  // 64 px with the imagenet stem leaves layer4 2x2: at 1x1, oneDNN 3.6 (LibTorch 2.6) divides by zero in the
+  // 3x3 convolution's backward pass.
   static const std::vector<DeployCase> cases{
-      {"resnet18", StemKind::imagenet, {32, 32, 3}},
+      {"resnet18", StemKind::imagenet, {64, 64, 3}},
       {"resnet18", StemKind::small, {32, 32, 3}},
-      {"resnet50", StemKind::imagenet, {32, 32, 3}},
-      {"resnext50_32x4d", StemKind::imagenet, {32, 32, 3}},
+      {"resnet50", StemKind::imagenet, {64, 64, 3}},
+      {"resnext50_32x4d", StemKind::imagenet, {64, 64, 3}},
       {"mnist_cnn", StemKind::imagenet, {28, 28, 1}},
   };
   return cases;
@@ -75,10 +77,10 @@ std::string serialize_model(const ExportFormat& format, Classifier& model, const
   return format.serialize({*graph, parameters, buffers, metadata, input, kDeployClasses, opset, batch});
 }
 
-std::vector<const ExportFormat*> runnable_formats() {
-  std::vector<const ExportFormat*> formats{&format_for_output("torchscript", "")};
+std::vector<ExportFormat> runnable_formats() {
+  std::vector<ExportFormat> formats{format_for_output("torchscript", "")};
 #ifdef TRAINER_ONNX
-  formats.push_back(&format_for_output("onnx", ""));
+  formats.push_back(format_for_output("onnx", ""));
 #endif
   return formats;
 }
@@ -93,18 +95,18 @@ TEST(Export, OnnxAndTorchScriptGiveTheModelsLogits) {
       const auto var = model->named_buffers()["bn1.running_var"];
       ASSERT_GT((var - 1).abs().max().item<double>(), 1e-3) << c.arch << ": the statistics did not move";
     }
-    for (const ExportFormat* format : runnable_formats()) {
-      const std::string bytes = serialize_model(*format, *model, c.input, {{"arch", c.arch}});
-      const DeployedModel deployed = format->open(bytes, c.arch + "." + format->name);
+    for (const ExportFormat& f : runnable_formats()) {
+      const std::string bytes = serialize_model(f, *model, c.input, {{"arch", c.arch}});
+      const DeployedModel deployed = f.open(bytes, c.arch + "." + f.name);
       for (int64_t batch : {1, 5}) {
         const auto x = torch::randn({batch, c.input.channels, c.input.height, c.input.width});
         torch::NoGradGuard no_grad;
         const auto expected = model->forward(x);
         const auto got = deployed.model->forward(x);
-        ASSERT_EQ(got.sizes(), expected.sizes()) << c.arch << " " << format->name << " batch " << batch;
+        ASSERT_EQ(got.sizes(), expected.sizes()) << c.arch << " " << f.name << " batch " << batch;
         ASSERT_LT(expected.abs().max().item<double>(), 100.0) << c.arch << ": 1e-4 is to be an absolute bound";
         EXPECT_LT((got - expected).abs().max().item<double>(), 1e-4)
-            << "max |logit| " << expected.abs().max().item<double>() << " " << c.arch << " (stem " << static_cast<int>(c.stem) << ") " << format->name << " batch " << batch;
+            << c.arch << " (stem " << static_cast<int>(c.stem) << ") " << f.name << " batch " << batch;
       }
     }
   }
@@ -117,10 +119,10 @@ TEST(Export, FixedBatchOnnxRunsAtItsSize) {
 #endif
   const DeployCase c = deploy_cases()[1];
   const auto model = trained_model(c);
-  const ExportFormat& onnx = format_for_output("onnx", "");
+  const ExportFormat onnx = format_for_output("onnx", "");
   for (int64_t opset : {13, 17}) {
     const DeployedModel deployed = onnx.open(serialize_model(onnx, *model, c.input, {}, 3, opset), "fixed.onnx");
-    const auto x = torch::randn({3, 3, 32, 32});
+    const auto x = torch::randn({3, c.input.channels, c.input.height, c.input.width});
     torch::NoGradGuard no_grad;
     EXPECT_LT((deployed.model->forward(x) - model->forward(x)).abs().max().item<double>(), 1e-4) << opset;
   }
@@ -138,9 +140,9 @@ TEST(Export, MetadataRoundTrips) {
                           {"mean", "[0.5]"},
                           {"epoch", "3"},
                           {"config", R"({"model": {"arch": "mnist_cnn"}})"}};
-  for (const ExportFormat* format : runnable_formats()) {
-    const DeployedModel deployed = format->open(serialize_model(*format, *model, c.input, metadata), "m");
-    EXPECT_EQ(deployed.metadata, metadata) << format->name;
+  for (const ExportFormat& f : runnable_formats()) {
+    const DeployedModel deployed = f.open(serialize_model(f, *model, c.input, metadata), "m");
+    EXPECT_EQ(deployed.metadata, metadata) << f.name;
   }
 }
 
@@ -167,11 +169,11 @@ TEST(Export, TorchScriptHoldsTheStateDictNames) {
 TEST(Export, UnreadableFilesAreOneLineErrors) {
   const DeployCase c = deploy_cases()[4];
   const auto model = trained_model(c);
-  for (const ExportFormat* format : runnable_formats()) {
-    const std::string bytes = serialize_model(*format, *model, c.input, {});
+  for (const ExportFormat& f : runnable_formats()) {
+    const std::string bytes = serialize_model(f, *model, c.input, {});
     for (const std::string& bad : {std::string("not a model at all"), bytes.substr(0, bytes.size() / 2)}) {
-      const std::string message = testing::error_of<ExportError>([&] { format->open(bad, "broken." + format->name); });
-      EXPECT_NE(message.find("broken." + format->name + ": "), std::string::npos) << message;
+      const std::string message = testing::error_of<ExportError>([&] { f.open(bad, "broken." + f.name); });
+      EXPECT_NE(message.find("broken." + f.name + ": "), std::string::npos) << message;
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     }
   }

@@ -2,7 +2,7 @@
 // (safetensors, ONNX, TorchScript). A format turns an eval-mode model, its layer graph and its metadata into the
 // file's bytes, and, when the file can run, opens such bytes as a Classifier again: export checks every file
 // that way against the checkpoint's own logits before writing it, and predict --model runs it.
-//   const ExportFormat& f = format_for_output(args.format, args.output);
+//   const ExportFormat f = format_for_output(args.format, args.output);
 //   std::string bytes = f.serialize(request);   DeployedModel m = f.open(bytes, "model.onnx");
 #pragma once
 
@@ -20,6 +20,8 @@ namespace trainer {
 
 using Metadata = std::map<std::string, std::string>;
 
+constexpr int64_t kDefaultOnnxOpset = 17;  // what --opset 0 (not given) means
+
 struct ExportRequest {
   const LayerGraph& graph;        // the model's inference_graph()
   const NamedTensors& parameters;  // under their state-dict names: CPU, contiguous float32
@@ -27,7 +29,7 @@ struct ExportRequest {
   const Metadata& metadata;        // text keys and values (lists and objects as JSON text)
   ImageShape input;           // C, H, W the model was trained on
   int64_t num_classes = 0;
-  int64_t opset = 0;          // ONNX operator set (0: the format's default)
+  int64_t opset = 0;          // ONNX operator set (0: kDefaultOnnxOpset)
   int64_t batch = 0;          // fixed batch size (0: dynamic)
 };
 
@@ -51,7 +53,7 @@ const std::vector<ExportFormat>& export_formats();
 std::vector<std::string> export_format_names();
 
 // The format named `format`, or when that is empty the one `path`'s extension names; UsageError otherwise.
-const ExportFormat& format_for_output(const std::string& format, const std::string& path);
+ExportFormat format_for_output(const std::string& format, const std::string& path);
 
 // Each format's row, defined in its own file. ONNX needs a build with ONNX (libonnx) and OpenCV's DNN module:
 // without them the row says so when used.
