@@ -202,30 +202,7 @@ std::string onnx_serialize(const ExportRequest& r) {
   return bytes;
 }
 
-class OpenCvDnnClassifier final : public Classifier {
- public:
-  explicit OpenCvDnnClassifier(cv::dnn::Net net) : net_(std::move(net)) {}
-  torch::Tensor forward(torch::Tensor images) override {
-    const torch::Tensor x = images.to(torch::kCPU, torch::kFloat).contiguous();
-    std::vector<int> shape(x.sizes().begin(), x.sizes().end());
-    const cv::Mat blob(static_cast<int>(shape.size()), shape.data(), CV_32F, x.data_ptr());
-    net_.setInput(blob);
-    cv::Mat out = net_.forward();
-    return torch::from_blob(out.ptr<float>(), {out.size[0], static_cast<int64_t>(out.total()) / out.size[0]},
-                            torch::kFloat)
-        .clone();
-  }
-
- private:
-  cv::dnn::Net net_;
-};
-
-DeployedModel onnx_open(const std::string& bytes, const std::string& source) {
-  onnx::ModelProto model;
-  if (!model.ParseFromString(bytes) || model.graph().node_size() == 0)
-    throw ExportError(source + ": not an ONNX model (the file does not parse as one)");
-  DeployedModel m;
-  for (const auto& p : model.metadata_props()) m.metadata[p.key()] = p.value();
+cv::dnn::Net read_onnx_net(const std::string& bytes, const std::string& source) {
   cv::dnn::Net net;
   try {
     net = cv::dnn::readNetFromONNX(bytes.data(), bytes.size());
@@ -235,7 +212,45 @@ DeployedModel onnx_open(const std::string& bytes, const std::string& source) {
   if (net.empty()) throw ExportError(source + ": OpenCV's DNN module read no network from it");
   net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
   net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
-  m.model = std::make_shared<OpenCvDnnClassifier>(std::move(net));
+  return net;
+}
+
+// Runs the file in OpenCV's DNN module. The network is read again when the input's shape changes: OpenCV 4.10
+// gives wrong logits when a network that ran one batch size runs another (4.6 does not), while a network read
+// for the shape is right in both.
+class OpenCvDnnClassifier final : public Classifier {
+ public:
+  OpenCvDnnClassifier(std::shared_ptr<const std::string> bytes, std::string source, cv::dnn::Net net)
+      : bytes_(std::move(bytes)), source_(std::move(source)), net_(std::move(net)) {}
+
+  torch::Tensor forward(torch::Tensor images) override {
+    const torch::Tensor x = images.to(torch::kCPU, torch::kFloat).contiguous();
+    std::vector<int> shape(x.sizes().begin(), x.sizes().end());
+    if (!shape_.empty() && shape != shape_) net_ = read_onnx_net(*bytes_, source_);
+    shape_ = shape;
+    const cv::Mat blob(static_cast<int>(shape.size()), shape.data(), CV_32F, x.data_ptr());
+    net_.setInput(blob);
+    cv::Mat out = net_.forward();
+    return torch::from_blob(out.ptr<float>(), {out.size[0], static_cast<int64_t>(out.total()) / out.size[0]},
+                            torch::kFloat)
+        .clone();
+  }
+
+ private:
+  std::shared_ptr<const std::string> bytes_;
+  std::string source_;
+  cv::dnn::Net net_;
+  std::vector<int> shape_;  // of the last input
+};
+
+DeployedModel onnx_open(const std::string& bytes, const std::string& source) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes) || model.graph().node_size() == 0)
+    throw ExportError(source + ": not an ONNX model (the file does not parse as one)");
+  DeployedModel m;
+  for (const auto& p : model.metadata_props()) m.metadata[p.key()] = p.value();
+  m.model = std::make_shared<OpenCvDnnClassifier>(std::make_shared<const std::string>(bytes), source,
+                                                   read_onnx_net(bytes, source));
   return m;
 }
 
