@@ -17,6 +17,11 @@ void add_checkpoint_option(CLI::App& cmd, std::string& checkpoint) {
   cmd.add_option("--checkpoint", checkpoint, "checkpoint file (last.pt or best.pt)")->required();
 }
 
+void add_model_source_options(CLI::App& cmd, std::string& checkpoint, std::string& model) {
+  cmd.add_option("--checkpoint", checkpoint, "checkpoint file (last.pt or best.pt)");
+  cmd.add_option("--model", model, "an exported ONNX (run in OpenCV's DNN module) or TorchScript file");
+}
+
 void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::string& help) {
   cmd.add_option("-o,--output-dir", output_dir, help);
 }

@@ -53,8 +53,7 @@ void add_predict_bench_command(CLI::App& bench, Commands& commands) {
   auto args = std::make_shared<PredictBenchArgs>();
   CLI::App* cmd = bench.add_subcommand(
       "predict", "forward-pass latency of a checkpoint or an exported ONNX / TorchScript file on a fixed batch");
-  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint file");
-  cmd->add_option("--model", args->model, "an exported ONNX or TorchScript file");
+  add_model_source_options(*cmd, args->checkpoint, args->model);
   cmd->add_option("--batch", args->batch, "images per forward pass")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed passes first")->capture_default_str();
   cmd->add_option("--runs", args->runs, "timed passes")->capture_default_str();

@@ -64,8 +64,7 @@ void add_predict_command(CLI::App& app, Commands& commands) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* cmd = app.add_subcommand(
       "predict", "top-5 classes of image files, with the checkpoint's own preprocessing (or an exported file's)");
-  cmd->add_option("--checkpoint", args->checkpoint, "checkpoint file (last.pt or best.pt)");
-  cmd->add_option("--model", args->model, "an exported ONNX (run in OpenCV's DNN module) or TorchScript file");
+  add_model_source_options(*cmd, args->checkpoint, args->model);
   cmd->add_option("images", args->images, "image files")->required();
   add_json_flag(*cmd, args->json);
   commands.push_back({cmd, [args] { return run_predict(*args); }});

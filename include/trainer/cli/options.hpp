@@ -20,6 +20,9 @@ void add_config_options(CLI::App& cmd, std::string& config, std::vector<std::str
 // --checkpoint FILE, required.
 void add_checkpoint_option(CLI::App& cmd, std::string& checkpoint);
 
+// --checkpoint FILE or --model FILE (an exported ONNX or TorchScript file): what predict and bench predict run.
+void add_model_source_options(CLI::App& cmd, std::string& checkpoint, std::string& model);
+
 // -o/--output-dir DIR.
 void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::string& help);
 
