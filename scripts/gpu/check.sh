@@ -6,7 +6,8 @@
 #   3. a float16 AMP + loss scaler run of resnet18 on generated photos, which must learn (val top-1 >= 0.5);
 #   4. with run.deterministic: 2 epochs straight vs stopped mid-epoch and resumed: identical exported weights;
 #   5. trainer bench: ResNet-50, 224 px, batch 256, channels_last, float16 and bfloat16 (img/s, peak memory);
-#   6. trainer bench data: the ImageNet input pipeline at 224 px on every core, against the model's rate.
+#   6. trainer bench data: the ImageNet input pipeline at 224 px on every core, against the model's rate;
+#   7. trainer export to TorchScript (checked against the checkpoint), predict --model vs predict --checkpoint.
 # Everything goes to OUT/gpu-check.json (and the logs beside it). Each part records its own failure and the
 # rest still run; the exit code is non-zero when any part failed.
 #   scripts/gpu/check.sh [KIT_TAR] [OUT]    defaults: build/gpu-kit/gpu-kit.tar.gz and $OUT (or build/gpu-check)
@@ -146,6 +147,24 @@ if "$trainer" bench data --config "$work/photos.json" --set data.batch_size=256 
   part bench_data ok "$(tail -1 "$out/bench-data.json")"
 else
   part bench_data failed
+fi
+
+# ---- 7. deployment export on this LibTorch: TorchScript of the trained run, checked by export against the
+# checkpoint's logits, then predict --model against predict --checkpoint on two validation photos ----
+part_start=$(date +%s)
+log "export torchscript"
+photo_files=$(ls "$photos"/val/* | head -2 | tr '\n' ' ')
+# shellcheck disable=SC2086
+if "$trainer" export --checkpoint "$work/runs/photos/best.pt" -o "$work/photos.ts.pt" >"$out/export.log" 2>&1 &&
+   "$trainer" predict --checkpoint "$work/runs/photos/best.pt" $photo_files --json >"$work/predict-ck.json" 2>>"$out/export.log" &&
+   "$trainer" predict --model "$work/photos.ts.pt" $photo_files --json >"$work/predict-ts.json" 2>>"$out/export.log"; then
+  same=$(python3 -c 'import json,sys
+a, b = (json.loads(open(f).read())["predictions"] for f in sys.argv[1:3])
+print(str([p["top"][0]["class"] for p in a] == [p["top"][0]["class"] for p in b]).lower())' "$work/predict-ck.json" "$work/predict-ts.json")
+  part export_torchscript "$([[ $same == true ]] && echo ok || echo failed)" \
+    "{\"same_top1\": $same, \"checked\": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$(grep checked: "$out/export.log")")}"
+else
+  part export_torchscript failed
 fi
 
 python3 -c "import json,sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1])], indent=1))" "$results" >"$out/gpu-check.json"
