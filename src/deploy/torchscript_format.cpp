@@ -5,10 +5,12 @@
 // forward() written from the layer graph with the same ATen calls the C++ modules make (conv2d, batch_norm,
 // max_pool2d, linear, ...). The same code builds it on LibTorch 1.13 and 2.x, the archive loads with
 // torch.jit.load and torch::jit::load alone, and state_dict() loads into torchvision's model.
+#include <nlohmann/json.hpp>
 #include <torch/script.h>
 
+#include <cctype>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
 
 #include "trainer/deploy/export_format.hpp"
