@@ -92,7 +92,7 @@ int run_export(const ExportArgs& args) {
   if (args.output.empty()) throw UsageError("export needs --output FILE");
   const ExportFormat format = format_for_output(args.format, args.output);
   const int64_t batch = parse_batch(args.batch);
-  if (format.name != "onnx" && (args.opset != 0 || batch != 0))
+  if (!format.takes_opset_and_batch && (args.opset != 0 || batch != 0))
     throw UsageError("--opset and --batch apply to --format onnx, not " + format.name);
   const std::filesystem::path folder = std::filesystem::absolute(args.output).parent_path();
   std::error_code ec;
@@ -136,9 +136,11 @@ int run_export(const ExportArgs& args) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  std::string shape = format.name == "onnx" ? ", " + (batch > 0 ? "batch " + std::to_string(batch) : "dynamic batch") +
-                                                   ", opset " + std::to_string(args.opset ? args.opset : kDefaultOnnxOpset)
-                                            : "";
+  const std::string shape =
+      format.takes_opset_and_batch
+          ? ", " + (batch > 0 ? "batch " + std::to_string(batch) : std::string("dynamic batch")) + ", opset " +
+                std::to_string(args.opset ? args.opset : kDefaultOnnxOpset)
+          : "";
   int64_t values = 0;
   for (const auto* set : {&parameters, &buffers})
     for (const auto& item : *set) values += item.second.numel();

@@ -45,9 +45,8 @@ int run_predict(const PredictArgs& args) {
   evaluate(*p.model, source, options);
 
   if (args.json) {
-    const nlohmann::json from = args.model.empty() ? nlohmann::json{{"checkpoint", args.checkpoint}}
-                                                   : nlohmann::json{{"model", args.model}};
-    nlohmann::json report = from;
+    nlohmann::json report = args.model.empty() ? nlohmann::json{{"checkpoint", args.checkpoint}}
+                                               : nlohmann::json{{"model", args.model}};
     report["predictions"] = out;
     std::cout << report.dump() << "\n";
     return 0;

@@ -264,6 +264,7 @@ ExportFormat onnx_format() {
   f.extensions = {".onnx"};
   f.metadata_where = "the model's metadata_props (onnx.load(f).metadata_props; onnxruntime: get_modelmeta())";
   f.needs_graph = true;
+  f.takes_opset_and_batch = true;
 #ifdef TRAINER_ONNX
   f.serialize = onnx_serialize;
   f.open = onnx_open;

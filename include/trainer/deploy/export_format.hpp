@@ -44,6 +44,7 @@ struct ExportFormat {
   std::vector<std::string> extensions;  // ".onnx": the format when --format is not given
   std::string metadata_where;           // where a deployer finds the metadata, for export's report
   bool needs_graph = false;             // writes the forward pass, not only the weights
+  bool takes_opset_and_batch = false;   // --opset and --batch apply (ONNX)
   std::function<std::string(const ExportRequest&)> serialize;
   // Opens bytes this format wrote (`source` names them in errors); empty for a format that holds weights only.
   std::function<DeployedModel(const std::string& bytes, const std::string& source)> open;
