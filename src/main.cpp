@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include <functional>
 #include <iostream>
 
 #include "trainer/cli/commands.hpp"
@@ -27,6 +28,22 @@ constexpr const char* kUsage =
     "  trainer bench --arch resnet50 --batch 16 --size 224    time the training step\n"
     "  trainer bench data --config c.json                     time the input pipeline";
 
+}  // namespace
+
+// The commands, each defined in its src/cli/<name>_command.cpp. A new command is its file and one row here.
+namespace trainer {
+void add_eval_command(CLI::App& app, Commands& commands);
+void add_predict_command(CLI::App& app, Commands& commands);
+void add_plot_command(CLI::App& app, Commands& commands);
+void add_doctor_command(CLI::App& app, Commands& commands);
+void add_config_command(CLI::App& app, Commands& commands);  // config show, config schema
+void add_export_command(CLI::App& app, Commands& commands);
+void add_bench_command(CLI::App& app, Commands& commands);   // bench (--arch or --config), bench data, predict
+void add_train_command(CLI::App& app, Commands& commands);   // the top level: trainer --config / --resume
+}  // namespace trainer
+
+namespace {
+
 // Train comes last: its options live on the top level, which counts as parsed whatever the command.
 constexpr void (*kCommands[])(CLI::App&, trainer::Commands&) = {
     trainer::add_eval_command,   trainer::add_predict_command, trainer::add_plot_command,
@@ -34,6 +51,21 @@ constexpr void (*kCommands[])(CLI::App&, trainer::Commands&) = {
     trainer::add_bench_command,  trainer::add_train_command,
 };
 
+// The one error handler: a failure is one line on stderr and an exit code (2 for usage and config mistakes).
+int run_reporting_errors(const std::function<int()>& run) {
+  try {
+    return run();
+  } catch (const trainer::Error& e) {
+    std::cerr << "error: " << trainer::first_line(e.what()) << "\n";
+    return e.exit_code();
+  } catch (const c10::Error& e) {
+    std::cerr << "error: libtorch: " << trainer::first_line(e.what_without_backtrace()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << trainer::first_line(e.what()) << "\n";
+    return 1;
+  }
+}
 
 }  // namespace
 
@@ -55,7 +87,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  try {
+  return run_reporting_errors([&] {
     if (version) {
       std::cout << trainer::version_text();
       return 0;
@@ -67,14 +99,5 @@ int main(int argc, char** argv) {
     for (const trainer::Command& command : commands)
       if (command.app->parsed()) return command.run();
     return 2;  // unreachable: the top level is always parsed
-  } catch (const trainer::Error& e) {
-    std::cerr << "error: " << trainer::first_line(e.what()) << "\n";
-    return e.exit_code();
-  } catch (const c10::Error& e) {
-    std::cerr << "error: libtorch: " << trainer::first_line(e.what_without_backtrace()) << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << trainer::first_line(e.what()) << "\n";
-    return 1;
-  }
+  });
 }

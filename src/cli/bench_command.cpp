@@ -9,7 +9,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/engine/session.hpp"
-#include "trainer/engine/train_step.hpp"
+#include "trainer/engine/step.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/optim/optimizer.hpp"
@@ -29,7 +29,7 @@ int run_bench(const BenchArgs& a) {
   for (const auto& [name, kind] : stem_kinds())
     if (name == a.stem) m.stem = kind;
   m.channels_last = a.channels_last ? Switch::on : Switch::off;
-  check_model_arch(m);
+  model_row(m.arch);  // an unknown --arch fails before anything is built
   RunConfig run;
   run.threads = a.threads;
   apply_threads(run);

@@ -12,7 +12,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/data/loaders.hpp"
-#include "trainer/engine/run_step.hpp"
+#include "trainer/engine/step.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
 
@@ -50,8 +50,7 @@ void time_training_steps(Session& s, const BenchArgs& a, std::vector<double>& wa
   const int64_t total = a.warmup + a.steps;
   int64_t seen = 0;
   for (int64_t epoch = 0; seen < total; ++epoch) {
-    auto loader = make_train_loader(s.train_data, c.data, s.drop_last, static_cast<uint64_t>(c.run.seed), epoch, 0,
-                                    s.device.is_cuda(), s.train_bad);
+    auto loader = make_train_loader(s, epoch);
     auto wait_start = Clock::now();
     for_each_batch(*loader, [&](ImageBatch& b) {
       const double waited = ms_since(wait_start);
@@ -105,7 +104,7 @@ int run_config_bench(const BenchArgs& a) {
                       {"workers", c.data.workers},
                       {"threads", torch::get_num_threads()},
                       {"device", s.device.str()},
-                      {"precision", describe_precision(s.step)},
+                      {"precision", describe_precision(s.step_options)},
                       {"steps", a.steps},
                       {"images_per_s", images_per_s},
                       {"step_ms_median", median(compute_ms)},
@@ -125,7 +124,7 @@ int run_config_bench(const BenchArgs& a) {
   std::printf("%s (%s, batch %lld, %s on %s, %d threads): %.1f images/s over %lld steps; compute %.1f ms per step "
               "(median)",
               a.mode == "model" ? "model step on random images" : "training (data + model)", c.model.arch.c_str(),
-              static_cast<long long>(batch), describe_precision(s.step).c_str(), s.device.str().c_str(),
+              static_cast<long long>(batch), describe_precision(s.step_options).c_str(), s.device.str().c_str(),
               torch::get_num_threads(), images_per_s, static_cast<long long>(a.steps), median(compute_ms));
   if (a.mode == "train")
     std::printf(", data wait %.1f ms (median), %.0f%% of the time", median(wait_ms), 100.0 * share);

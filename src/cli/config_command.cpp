@@ -8,6 +8,16 @@
 
 namespace trainer {
 
+namespace {
+
+// `trainer config show`: the resolved config (extends, --set and derived defaults applied) as JSON.
+struct ConfigShowArgs {
+  std::string config;                  // --config FILE
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+};
+
+}  // namespace
+
 int run_config_show(const ConfigShowArgs& args) {
   if (args.config.empty()) throw UsageError("config show needs --config FILE");
   std::cout << config_to_json(load_config(args.config, args.overrides)).dump(2) << "\n";

@@ -17,7 +17,7 @@
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/model_input.hpp"
 #include "trainer/data/random_erasing.hpp"
-#include "trainer/data/sources.hpp"
+#include "trainer/data/data_kinds.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/util/clock.hpp"
@@ -55,7 +55,9 @@ int run_data_bench(const DataBenchArgs& a) {
   nlohmann::json out = {{"impl", "trainer"}, {"workers", workers}, {"batch", batch_size}};
   double images_per_s = 0;
   if (a.decode_only) {
-    if (c.data.kind != DataKind::imagenet) throw UsageError("bench data --decode-only needs data.kind imagenet");
+    if (!data_kind_row(c.data.kind).image_files)
+      throw UsageError("bench data --decode-only times the decode of image files; data.kind " +
+                       enum_name(data_kinds(), c.data.kind) + " has none");
     const auto folder = open_image_folder(c.data, true, c.model.num_classes, 3);
     size_t decoded = 0;
     decode_rate(*folder, std::max<size_t>(1, workers), decoded);  // warms the page cache, as the pipeline's warmup
@@ -72,8 +74,12 @@ int run_data_bench(const DataBenchArgs& a) {
     Clock::time_point start = Clock::now();
     // Epochs follow each other as in training, each a new loader over the same source.
     for (int64_t epoch = 0; seen < total; ++epoch) {
-      auto loader = make_train_loader(source, c.data, c.data.drop_last == Switch::on,
-                                      static_cast<uint64_t>(c.run.seed), epoch, 0, false, bad);
+      TrainLoaderOptions o;
+      o.drop_last = c.data.drop_last == Switch::on;
+      o.seed = static_cast<uint64_t>(c.run.seed);
+      o.epoch = epoch;
+      o.bad = bad;
+      auto loader = make_train_loader(source, c.data, o);
       for_each_batch(*loader, [&](ImageBatch& batch) {
         // What a CPU training step does with the batch before the model: float, normalised, channels_last.
         const auto before = Clock::now();

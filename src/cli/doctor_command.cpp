@@ -12,7 +12,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/sources.hpp"
+#include "trainer/data/data_kinds.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
@@ -25,6 +25,17 @@
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
+
+namespace {
+
+// `trainer doctor`: checks of the runtime, each CUDA device and, with a config, its data and output folder.
+struct DoctorArgs {
+  std::string config;                  // --config FILE (optional)
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+  std::string output_dir;              // --output-dir DIR: the run folder to check (default: run.output_dir/run.name)
+};
+
+}  // namespace
 
 namespace fs = std::filesystem;
 

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <sstream>
 
-#include "trainer/cli/checkpoint_config.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
-#include "trainer/data/sources.hpp"
+#include "trainer/data/data_kinds.hpp"
 #include "trainer/engine/confusion.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"
@@ -159,13 +159,7 @@ int run_eval(const EvalArgs& args) {
   const torch::Device device = select_device(c.run.device);
   const bool train_split = args.split == "train";
   const auto data = make_source(c, train_split ? Split::train_unaugmented : Split::eval);
-  auto model = build_model(c.model, data->shape());
-  if (args.ema) {
-    if (!checkpoint.restore_ema(*model))
-      throw CheckpointError(args.checkpoint + ": holds no EMA weights (the run had train.ema.enabled false)");
-  } else {
-    checkpoint.restore_model(*model);
-  }
+  auto model = model_from_checkpoint(checkpoint, c.model, data->shape(), args.ema);
   const KernelLayout layout = place_in_checked_layout(*model, c.model, data->shape(), device, warn_on_stderr);
 
   auto logs = make_run_logs({});

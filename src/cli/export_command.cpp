@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "trainer/cli/checkpoint_config.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
@@ -15,8 +15,22 @@
 #include "trainer/models/factory.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
+
+namespace {
+
+struct ExportArgs {
+  std::string checkpoint;              // --checkpoint FILE
+  std::string output;                  // --output FILE
+  std::string format;                  // --format (default: from the output's extension)
+  bool ema = false;                    // --ema: the checkpoint's EMA weights
+  int64_t opset = 0;                   // --opset N (ONNX; 0: 17)
+  std::string batch = "dynamic";       // --batch dynamic|N (ONNX)
+};
+
+}  // namespace
 
 using nlohmann::json;
 
@@ -104,26 +118,24 @@ int run_export(const ExportArgs& args) {
   const ImageShape& input = checkpoint.meta().input;
   if (input.channels == 0)
     throw CheckpointError(args.checkpoint + ": records no input shape (written by an older trainer); resume it to re-save");
-  auto model = build_model(c.model, input);
-  if (args.ema) {
-    if (!checkpoint.restore_ema(*model))
-      throw CheckpointError(args.checkpoint + ": holds no EMA weights (the run had train.ema.enabled false)");
-  } else {
-    checkpoint.restore_model(*model);
-  }
+  auto model = model_from_checkpoint(checkpoint, c.model, input, args.ema);
   model->to(torch::kCPU, torch::kFloat);
   model->eval();
-  std::optional<LayerGraph> graph = model->inference_graph();
+  const std::optional<LayerGraph> graph = model->inference_graph();
   if (format.needs_graph && !graph)
     throw ExportError("model.arch " + c.model.arch + " has no inference graph, so it cannot be exported as " + format.name);
-  if (!graph) graph.emplace();
-  const NamedTensors parameters = float_copies(model->named_parameters().pairs());
-  const NamedTensors buffers = float_copies(model->named_buffers().pairs());
-  const Metadata metadata = export_metadata(c, checkpoint.meta(), args.ema);
+  ExportRequest request;
+  if (graph) request.graph = *graph;
+  request.parameters = float_copies(model->named_parameters().pairs());
+  request.buffers = float_copies(model->named_buffers().pairs());
+  request.metadata = export_metadata(c, checkpoint.meta(), args.ema);
+  request.input = input;
+  request.num_classes = c.model.num_classes;
+  request.opset = args.opset;
+  request.batch = batch;
 
   const auto start = std::chrono::steady_clock::now();
-  const std::string bytes = format.serialize({*graph, parameters, buffers, metadata, input, c.model.num_classes,
-                                              args.opset, batch});
+  const std::string bytes = format.serialize(request);
   std::string checked = "weights only, not run";
   if (format.open) {
     const double diff = check_against_model(format, bytes, *model, input, batch > 0 ? batch : 2, args.output);
@@ -142,13 +154,13 @@ int run_export(const ExportArgs& args) {
                 std::to_string(args.opset ? args.opset : kDefaultOnnxOpset)
           : "";
   int64_t values = 0;
-  for (const auto* set : {&parameters, &buffers})
+  for (const auto* set : {&request.parameters, &request.buffers})
     for (const auto& item : *set) values += item.second.numel();
   std::printf("exported %s (%s, epoch %lld, step %lld, %s weights) as %s%s: %zu tensors, %lld values -> %s "
               "(%.1f MB, %.2f s)\n",
               args.checkpoint.c_str(), c.model.arch.c_str(), static_cast<long long>(checkpoint.meta().epoch),
               static_cast<long long>(checkpoint.meta().step), args.ema ? "EMA" : "raw", format.name.c_str(),
-              shape.c_str(), parameters.size() + buffers.size(), static_cast<long long>(values), args.output.c_str(),
+              shape.c_str(), request.parameters.size() + request.buffers.size(), static_cast<long long>(values), args.output.c_str(),
               static_cast<double>(bytes.size()) / 1e6, seconds);
   std::printf("  input: float32 [N, %lld, %lld, %lld], normalised with the metadata's mean and std; output: logits\n",
               static_cast<long long>(input.channels), static_cast<long long>(input.height),
@@ -164,7 +176,7 @@ void add_export_command(CLI::App& app, Commands& commands) {
   add_checkpoint_option(*cmd, args->checkpoint);
   cmd->add_option("-o,--output", args->output, "file to write (the extension names the format without --format)")
       ->required();
-  cmd->add_option("--format", args->format, "safetensors, onnx or torchscript (default: from the extension)");
+  cmd->add_option("--format", args->format, join(export_format_names()) + " (default: from the extension)");
   cmd->add_flag("--ema", args->ema, "export the checkpoint's EMA weights");
   cmd->add_option("--opset", args->opset, "ONNX operator set, 13 or newer (default 17)");
   cmd->add_option("--batch", args->batch, "ONNX batch dimension: dynamic (default) or a fixed size");

@@ -6,6 +6,15 @@
 
 namespace trainer {
 
+namespace {
+
+// `trainer plot RUN_DIR`: curves.png from the run's metrics.jsonl.
+struct PlotArgs {
+  std::string run_dir;
+};
+
+}  // namespace
+
 int run_plot(const PlotArgs& args) {
   const auto png = plot_run(args.run_dir);
   std::printf("wrote %s\n", png.string().c_str());

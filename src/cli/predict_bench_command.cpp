@@ -14,6 +14,20 @@
 
 namespace trainer {
 
+namespace {
+
+// `trainer bench predict`: forward-pass latency of a checkpoint or an exported file on random input.
+struct PredictBenchArgs {
+  std::string checkpoint;              // --checkpoint FILE
+  std::string model;                   // --model FILE (ONNX or TorchScript)
+  int64_t batch = 1;
+  int64_t warmup = 5;
+  int64_t runs = 20;
+  bool json = false;
+};
+
+}  // namespace
+
 int run_predict_bench(const PredictBenchArgs& a) {
   if (a.runs < 1 || a.warmup < 0 || a.batch < 1)
     throw UsageError("bench predict: --runs and --batch must be >= 1 and --warmup >= 0");

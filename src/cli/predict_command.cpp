@@ -14,6 +14,18 @@
 
 namespace trainer {
 
+namespace {
+
+// `trainer predict`: top-5 classes of image files with a checkpoint's own preprocessing.
+struct PredictArgs {
+  std::string checkpoint;              // --checkpoint FILE
+  std::string model;                   // --model FILE: an exported ONNX or TorchScript file instead
+  std::vector<std::string> images;     // IMAGE...
+  bool json = false;                   // --json: one JSON line
+};
+
+}  // namespace
+
 int run_predict(const PredictArgs& args) {
   if (args.images.empty()) throw UsageError("predict needs one or more IMAGE files");
   Predictor p = open_predictor(args.checkpoint, args.model);

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "trainer/cli/checkpoint_config.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/deploy/export_format.hpp"
@@ -28,8 +28,7 @@ Predictor predictor_from_checkpoint(const std::string& path) {
   p.device = select_device(p.config.run.device);
   p.input = checkpoint.meta().input;
   p.names = checkpoint.meta().class_names;
-  p.model = build_model(p.config.model, p.input);
-  checkpoint.restore_model(*p.model);
+  p.model = model_from_checkpoint(checkpoint, p.config.model, p.input, /*ema=*/false);
   p.channels_last = place_in_checked_layout(*p.model, p.config.model, p.input, p.device, warn_on_stderr).channels_last;
   return p;
 }

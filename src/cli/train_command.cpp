@@ -1,13 +1,16 @@
 #include <nlohmann/json.hpp>
-#include <stdlib.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <optional>
 
-#include "trainer/cli/checkpoint_config.hpp"
-#include "trainer/cli/launcher.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/dist/world.hpp"
+#include "trainer/distributed/launcher.hpp"
+#include "trainer/distributed/world.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/device.hpp"
@@ -16,6 +19,21 @@
 #include "trainer/util/text.hpp"
 
 namespace trainer {
+
+namespace {
+
+struct TrainArgs {
+  std::string config;                  // --config FILE
+  std::vector<std::string> overrides;  // --set KEY=VALUE, in order
+  std::string resume;                  // --resume CHECKPOINT
+  std::string output_dir;              // --output-dir DIR: the run folder itself
+  bool smoke = false;                  // --smoke
+  int64_t stop_after_epoch = 0;        // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
+  int64_t stop_after_step = 0;         // --stop-after-step N: save and stop after optimizer step N, mid-epoch
+  int64_t nproc_per_node = 0;          // --nproc-per-node N: start N data-parallel processes here (cli/launcher)
+};
+
+}  // namespace
 
 namespace fs = std::filesystem;
 
@@ -51,13 +69,40 @@ FitLimits fit_limits(const TrainArgs& args) {
   return limits;
 }
 
+std::optional<std::string> environment_variable(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  return value ? std::optional<std::string>(value) : std::nullopt;
+}
+
+EnvironmentLookup process_environment() { return environment_variable; }
+
+// This process's own command line (/proc/self/cmdline) without the --nproc-per-node option and its value: what
+// each rank the launcher starts runs.
+std::vector<std::string> command_line_without_launcher_option() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> all;
+  for (size_t start = 0, end = 0; start < raw.size(); start = end + 1) {
+    end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    all.push_back(raw.substr(start, end - start));
+  }
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i] == "--nproc-per-node") {
+      ++i;  // and its value
+      continue;
+    }
+    if (all[i].rfind("--nproc-per-node=", 0) == 0) continue;
+    kept.push_back(all[i]);
+  }
+  return kept;
+}
+
 // Data-parallel runs (torchrun's or SLURM's variables, or `--nproc-per-node`): this process's place in the world
 // and, for more than one process, the group it trains with; null for a single process.
 std::shared_ptr<Collectives> join_world(const Config& c) {
-  const World world = world_from_environment([](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    return value ? std::optional<std::string>(value) : std::nullopt;
-  });
+  const World world = world_from_environment(process_environment());
   if (!world.distributed()) return nullptr;
   CollectivesOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.run.dist_timeout_s * 1000));
@@ -176,14 +221,15 @@ int run_train(const TrainArgs& args) {
   if (args.smoke && !args.resume.empty()) throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
   if (args.nproc_per_node < 0) throw UsageError("--nproc-per-node expects a number of processes >= 1");
   if (args.nproc_per_node > 1) {
-    if (std::getenv("WORLD_SIZE"))
+    if (environment_variable("WORLD_SIZE"))
       throw UsageError("--nproc-per-node starts its own processes; it cannot run under torchrun or another launcher");
     if (args.smoke) throw UsageError("--smoke runs in one process; it cannot be combined with --nproc-per-node");
-    return launch_local_ranks(static_cast<int>(args.nproc_per_node), command_line_without_launcher_option());
+    return launch_local_ranks({static_cast<int>(args.nproc_per_node), command_line_without_launcher_option(),
+                               master_port(process_environment())});
   }
   if (args.smoke) {
     if (args.config.empty()) throw UsageError("--smoke needs --config FILE");
-    if (std::getenv("WORLD_SIZE") && std::string(std::getenv("WORLD_SIZE")) != "1")
+    if (environment_variable("WORLD_SIZE").value_or("1") != "1")
       throw UsageError("--smoke runs in one process; start it without a launcher");
     return train_smoke(args);
   }

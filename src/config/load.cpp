@@ -4,9 +4,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "trainer/config/data_kinds.hpp"
 #include "trainer/config/json_fields.hpp"
-#include "trainer/config/schedule_kinds.hpp"
+#include "trainer/config/kind_rules.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -67,9 +66,7 @@ void check_channels(const std::string& key, const std::vector<double>& values, i
 
 // Defaults that depend on other fields, filled in so the resolved config shows the values used.
 void resolve(Config& c) {
-  const DataKindRow& kind = data_kind_row(c.data.kind);
-  if (c.data.mean.empty()) c.data.mean = kind.mean;
-  if (c.data.std.empty()) c.data.std = kind.std;
+  apply_data_kind(c);  // the kind's usual mean and std, and its rules
   AugmentConfig& a = c.data.augment;
   if (a.eval_crop == 0) a.eval_crop = a.image_size;
   if (a.eval_resize == 0) a.eval_resize = static_cast<int64_t>(std::lround(static_cast<double>(a.eval_crop) / 0.875));
@@ -109,7 +106,6 @@ void validate(const Config& c) {
                       ") names, got " + std::to_string(c.data.class_names.size()));
   for (double s : c.data.std)
     if (!(s > 0)) throw ConfigError("data.std: expected values > 0, got " + std::to_string(s));
-  if (const auto check = data_kind_row(c.data.kind).check) check(c);
   const AugmentConfig& a = c.data.augment;
   check_interval("data.augment.scale", a.scale, 0.0, 1.0);
   check_interval("data.augment.ratio", a.ratio, 0.0, HUGE_VAL);
@@ -120,15 +116,11 @@ void validate(const Config& c) {
     throw ConfigError("data.augment.eval_resize: expected 0 or a size >= data.augment.eval_crop (" +
                       std::to_string(a.eval_crop) + "), got " + std::to_string(a.eval_resize));
   check_pixel_augments(a, c.model.in_channels);
-  const ScheduleRow& schedule = schedule_row(c.schedule.kind);
-  if (schedule.decays_to_min_lr && c.schedule.min_lr > base_learning_rate(c))
-    throw ConfigError("schedule.min_lr: expected a value <= the base learning rate (" +
-                      format_number(base_learning_rate(c)) + "), got " + format_number(c.schedule.min_lr));
   for (size_t i = 0; i < c.schedule.milestones.size(); ++i)
     if (c.schedule.milestones[i] < 0 || (i > 0 && c.schedule.milestones[i] <= c.schedule.milestones[i - 1]))
       throw ConfigError("schedule.milestones: expected increasing epochs >= 0, got " +
                         nlohmann::json(c.schedule.milestones).dump());
-  if (schedule.check) schedule.check(c.schedule);
+  check_schedule_kind(c);
   if (c.train.best_metric == BestMetric::ema_top1 && !c.train.ema.enabled)
     throw ConfigError("train.best_metric: \"ema_top1\" needs train.ema.enabled");
   const auto& betas = c.optim.betas;

@@ -1,6 +1,7 @@
 #include "trainer/data/augment_ops.hpp"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "trainer/data/pil_color.hpp"
 #include "trainer/data/pil_geometry.hpp"
@@ -28,7 +29,7 @@ std::vector<double> posterize_bits(int64_t base, int64_t num_bins, double divisi
 }  // namespace
 
 const std::string& op_name(AugmentOp op) {
-  static const std::array<std::string, 15> names{
+  static const std::array<std::string, kAugmentOpCount> names{
       "Identity", "ShearX",    "ShearY",    "TranslateX", "TranslateY",   "Rotate",   "Brightness", "Color",
       "Contrast", "Sharpness", "Posterize", "Solarize",   "AutoContrast", "Equalize", "Invert"};
   return names[static_cast<size_t>(op)];
@@ -66,7 +67,9 @@ void apply_op(cv::Mat& image, AugmentOp op, double magnitude, const OpSettings& 
     case AugmentOp::autocontrast: return pil_autocontrast(image);
     case AugmentOp::equalize: return pil_equalize(image);
     case AugmentOp::invert: return pil_invert(image);
+    case AugmentOp::count: break;
   }
+  throw std::logic_error("apply_op: AugmentOp::count is not an op");
 }
 
 std::vector<double> linspace_f32(double start, double end, int64_t steps) {
@@ -95,47 +98,67 @@ std::vector<double> linspace_f32(double start, double end, int64_t steps) {
   return out;
 }
 
-std::vector<OpSpace> augmentation_space(SpaceKind kind, int64_t n, int64_t height, int64_t width) {
-  using O = AugmentOp;
+namespace {
+
+using O = AugmentOp;
+
+// AutoAugment's and RandAugment's common ops (RandAugment puts Identity first, AutoAugment Invert last).
+std::vector<OpSpace> autoaugment_family_space(int64_t n, int64_t height, int64_t width) {
   const auto lin = [n](double end) { return linspace_f32(0.0, end, n); };
-  if (kind == SpaceKind::trivialaugment_wide)
-    return {{O::identity, {}, false},        {O::shear_x, lin(0.99), true},     {O::shear_y, lin(0.99), true},
-            {O::translate_x, lin(32.0), true}, {O::translate_y, lin(32.0), true}, {O::rotate, lin(135.0), true},
-            {O::brightness, lin(0.99), true}, {O::color, lin(0.99), true},       {O::contrast, lin(0.99), true},
-            {O::sharpness, lin(0.99), true},  {O::posterize, posterize_bits(8, n, 6), false},
-            {O::solarize, linspace_f32(255.0, 0.0, n), false},                   {O::autocontrast, {}, false},
-            {O::equalize, {}, false}};
-  if (kind == SpaceKind::augmix)
-    return {{O::shear_x, lin(0.3), true},
-            {O::shear_y, lin(0.3), true},
-            {O::translate_x, lin(static_cast<double>(width) / 3.0), true},
-            {O::translate_y, lin(static_cast<double>(height) / 3.0), true},
-            {O::rotate, lin(30.0), true},
-            {O::posterize, posterize_bits(4, n, 4), false},
-            {O::solarize, linspace_f32(255.0, 0.0, n), false},
-            {O::autocontrast, {}, false},
-            {O::equalize, {}, false},
-            {O::brightness, lin(0.9), true},
-            {O::color, lin(0.9), true},
-            {O::contrast, lin(0.9), true},
-            {O::sharpness, lin(0.9), true}};
-  std::vector<OpSpace> space{
-      {O::shear_x, lin(0.3), true},
-      {O::shear_y, lin(0.3), true},
-      {O::translate_x, lin(150.0 / 331.0 * static_cast<double>(width)), true},
-      {O::translate_y, lin(150.0 / 331.0 * static_cast<double>(height)), true},
-      {O::rotate, lin(30.0), true},
-      {O::brightness, lin(0.9), true},
-      {O::color, lin(0.9), true},
-      {O::contrast, lin(0.9), true},
-      {O::sharpness, lin(0.9), true},
-      {O::posterize, posterize_bits(8, n, 4), false},
-      {O::solarize, linspace_f32(255.0, 0.0, n), false},
-      {O::autocontrast, {}, false},
-      {O::equalize, {}, false}};
-  if (kind == SpaceKind::autoaugment) space.push_back({O::invert, {}, false});
-  else space.insert(space.begin(), {O::identity, {}, false});
+  return {{O::shear_x, lin(0.3), true},
+          {O::shear_y, lin(0.3), true},
+          {O::translate_x, lin(150.0 / 331.0 * static_cast<double>(width)), true},
+          {O::translate_y, lin(150.0 / 331.0 * static_cast<double>(height)), true},
+          {O::rotate, lin(30.0), true},
+          {O::brightness, lin(0.9), true},
+          {O::color, lin(0.9), true},
+          {O::contrast, lin(0.9), true},
+          {O::sharpness, lin(0.9), true},
+          {O::posterize, posterize_bits(8, n, 4), false},
+          {O::solarize, linspace_f32(255.0, 0.0, n), false},
+          {O::autocontrast, {}, false},
+          {O::equalize, {}, false}};
+}
+
+}  // namespace
+
+std::vector<OpSpace> autoaugment_space(int64_t n, int64_t height, int64_t width) {
+  auto space = autoaugment_family_space(n, height, width);
+  space.push_back({O::invert, {}, false});
   return space;
+}
+
+std::vector<OpSpace> randaugment_space(int64_t n, int64_t height, int64_t width) {
+  auto space = autoaugment_family_space(n, height, width);
+  space.insert(space.begin(), {O::identity, {}, false});
+  return space;
+}
+
+std::vector<OpSpace> trivialaugment_wide_space(int64_t n, int64_t, int64_t) {
+  const auto lin = [n](double end) { return linspace_f32(0.0, end, n); };
+  return {{O::identity, {}, false},          {O::shear_x, lin(0.99), true},     {O::shear_y, lin(0.99), true},
+          {O::translate_x, lin(32.0), true}, {O::translate_y, lin(32.0), true}, {O::rotate, lin(135.0), true},
+          {O::brightness, lin(0.99), true},  {O::color, lin(0.99), true},       {O::contrast, lin(0.99), true},
+          {O::sharpness, lin(0.99), true},   {O::posterize, posterize_bits(8, n, 6), false},
+          {O::solarize, linspace_f32(255.0, 0.0, n), false},                    {O::autocontrast, {}, false},
+          {O::equalize, {}, false}};
+}
+
+std::vector<OpSpace> augmix_space(int64_t n, int64_t height, int64_t width) {
+  const auto lin = [n](double end) { return linspace_f32(0.0, end, n); };
+  return {{O::shear_x, lin(0.3), true},
+          {O::shear_y, lin(0.3), true},
+          {O::translate_x, lin(static_cast<double>(width) / 3.0), true},
+          {O::translate_y, lin(static_cast<double>(height) / 3.0), true},
+          {O::rotate, lin(30.0), true},
+          {O::posterize, posterize_bits(4, n, 4), false},
+          {O::solarize, linspace_f32(255.0, 0.0, n), false},
+          {O::autocontrast, {}, false},
+          {O::equalize, {}, false},
+          {O::brightness, lin(0.9), true},
+          {O::color, lin(0.9), true},
+          {O::contrast, lin(0.9), true},
+          {O::sharpness, lin(0.9), true}};
 }
 
 }  // namespace trainer

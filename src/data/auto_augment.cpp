@@ -1,7 +1,9 @@
 #include "trainer/data/auto_augment.hpp"
 
 #include <array>
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace trainer {
 
@@ -50,7 +52,7 @@ const std::array<std::array<PolicyStep, 2>, 25>& imagenet_policy() {
 const OpSpace& space_of(const std::vector<OpSpace>& space, AugmentOp op) {
   for (const auto& s : space)
     if (s.op == op) return s;
-  return space.front();
+  throw std::logic_error("auto_augment: the policy uses " + op_name(op) + ", which its op table lacks");
 }
 
 double signed_magnitude(const OpSpace& s, double magnitude, SplitMix64& rng) {
@@ -66,6 +68,76 @@ double noisy_magnitude(const OpSpace& s, double bin, int64_t num_bins) {
   if (s.op == AugmentOp::posterize) return s.magnitudes[static_cast<size_t>(std::nearbyint(bin))];
   const double t = bin - static_cast<double>(lo);
   return s.magnitudes[lo] + (s.magnitudes[hi] - s.magnitudes[lo]) * t;
+}
+
+// torchvision's AutoAugment.get_params: a sub-policy, two probabilities, two signs.
+std::vector<ChosenOp> choose_imagenet(const AutoAugmentConfig&, const std::vector<OpSpace>& space, SplitMix64& rng) {
+  std::vector<ChosenOp> ops;
+  const auto& steps = imagenet_policy()[rng.below(25)];
+  const double p[2] = {uniform01(rng), uniform01(rng)};
+  const bool negative[2] = {rng.below(2) == 0, rng.below(2) == 0};
+  for (size_t i = 0; i < 2; ++i) {
+    if (!(p[i] <= steps[i].probability)) continue;
+    const OpSpace& s = space_of(space, steps[i].op);
+    double m = steps[i].bin >= 0 ? s.magnitudes[static_cast<size_t>(steps[i].bin)] : 0.0;
+    if (s.is_signed && negative[i]) m = -m;
+    ops.push_back({steps[i].op, m});
+  }
+  return ops;
+}
+
+std::vector<ChosenOp> choose_randaugment(const AutoAugmentConfig& c, const std::vector<OpSpace>& space,
+                                         SplitMix64& rng) {
+  std::vector<ChosenOp> ops;
+  for (int64_t k = 0; k < c.num_ops; ++k) {
+    const OpSpace& s = space[rng.below(space.size())];
+    double m = 0.0;
+    if (!s.magnitudes.empty()) {
+      m = c.magnitude_std > 0
+              ? noisy_magnitude(s, static_cast<double>(c.magnitude) + c.magnitude_std * standard_normal(rng),
+                                c.num_magnitude_bins)
+              : s.magnitudes[static_cast<size_t>(c.magnitude)];
+    }
+    ops.push_back({s.op, signed_magnitude(s, m, rng)});
+  }
+  return ops;
+}
+
+std::vector<ChosenOp> choose_trivialaugment_wide(const AutoAugmentConfig&, const std::vector<OpSpace>& space,
+                                                 SplitMix64& rng) {
+  const OpSpace& s = space[rng.below(space.size())];
+  const double m = s.magnitudes.empty() ? 0.0 : s.magnitudes[rng.below(s.magnitudes.size())];
+  return {{s.op, signed_magnitude(s, m, rng)}};
+}
+
+void apply_augmix(const AutoAugmentConfig& c, const OpSettings& settings, const std::vector<OpSpace>& space,
+                  cv::Mat& image, SplitMix64& rng) {
+  // Beta(alpha, alpha) as a two-way Dirichlet; then the chains' Dirichlet weights times the augmented share.
+  const double g0 = gamma_draw(rng, c.alpha), g1 = gamma_draw(rng, c.alpha);
+  const auto m0 = static_cast<float>(g0 / (g0 + g1)), m1 = static_cast<float>(g1 / (g0 + g1));
+  std::vector<double> w(static_cast<size_t>(c.mixture_width));
+  double total = 0;
+  for (double& x : w) total += x = gamma_draw(rng, c.alpha);
+  const size_t n = image.total() * static_cast<size_t>(image.channels());
+  // float32 arithmetic in torchvision's order: mix = m0 * img; mix += w_i * aug_i; then truncation to uint8.
+  std::vector<float> mix(n);
+  const uint8_t* original = image.ptr<uint8_t>();
+  for (size_t i = 0; i < n; ++i) mix[i] = m0 * static_cast<float>(original[i]);
+  cv::Mat aug;
+  for (size_t chain = 0; chain < w.size(); ++chain) {
+    image.copyTo(aug);
+    const int64_t depth = c.chain_depth > 0 ? c.chain_depth : 1 + static_cast<int64_t>(rng.below(3));
+    for (int64_t d = 0; d < depth; ++d) {
+      const OpSpace& s = space[rng.below(space.size())];
+      const double m = s.magnitudes.empty() ? 0.0 : s.magnitudes[rng.below(static_cast<uint64_t>(c.severity))];
+      apply_op(aug, s.op, signed_magnitude(s, m, rng), settings);
+    }
+    const float weight = static_cast<float>(w[chain] / total) * m1;
+    const uint8_t* a = aug.ptr<uint8_t>();
+    for (size_t i = 0; i < n; ++i) mix[i] += weight * static_cast<float>(a[i]);
+  }
+  uint8_t* out = image.ptr<uint8_t>();
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(std::clamp(mix[i], 0.0f, 255.0f));
 }
 
 }  // namespace
@@ -95,94 +167,46 @@ double gamma_draw(SplitMix64& rng, double alpha) {
   }
 }
 
-AutoAugmentPolicy::AutoAugmentPolicy(const AutoAugmentConfig& config) : config_(config) {
+AutoAugmentPolicy::AutoAugmentPolicy(const AutoAugmentConfig& config)
+    : config_(config), row_(&policy_row(config.name)) {
   settings_.interpolation = config.interpolation;
   for (size_t c = 0; c < 3; ++c)
     settings_.fill[c] = static_cast<uint8_t>(config.fill[std::min(c, config.fill.size() - 1)]);
 }
 
+const std::vector<PolicyRow>& policy_rows() {
+  static const std::vector<PolicyRow> rows{
+      {AutoAugmentKind::none, nullptr, 0, nullptr, nullptr},
+      {AutoAugmentKind::imagenet, autoaugment_space, 10, choose_imagenet, nullptr},
+      {AutoAugmentKind::randaugment, randaugment_space, 0, choose_randaugment, nullptr},
+      {AutoAugmentKind::trivialaugment_wide, trivialaugment_wide_space, 0, choose_trivialaugment_wide, nullptr},
+      {AutoAugmentKind::augmix, augmix_space, 10, nullptr, apply_augmix},
+  };
+  return rows;
+}
+
+const PolicyRow& policy_row(AutoAugmentKind kind) { return row_of(policy_rows(), kind); }
+
+std::vector<OpSpace> augmentation_space(AutoAugmentKind kind, int64_t num_bins, int64_t height, int64_t width) {
+  const PolicyRow& row = policy_row(kind);
+  if (!row.space) return {};
+  return row.space(row.fixed_bins > 0 ? row.fixed_bins : num_bins, height, width);
+}
+
+std::vector<OpSpace> AutoAugmentPolicy::space(int64_t height, int64_t width) const {
+  return augmentation_space(config_.name, config_.num_magnitude_bins, height, width);
+}
+
 std::vector<ChosenOp> AutoAugmentPolicy::choose(int64_t height, int64_t width, SplitMix64& rng) const {
-  std::vector<ChosenOp> ops;
-  switch (config_.name) {
-    case AutoAugmentKind::none:
-    case AutoAugmentKind::augmix:
-      break;
-    case AutoAugmentKind::imagenet: {
-      // torchvision's get_params: a sub-policy, two probabilities, two signs.
-      const auto space = augmentation_space(SpaceKind::autoaugment, 10, height, width);
-      const auto& steps = imagenet_policy()[rng.below(25)];
-      const double p[2] = {uniform01(rng), uniform01(rng)};
-      const bool negative[2] = {rng.below(2) == 0, rng.below(2) == 0};
-      for (size_t i = 0; i < 2; ++i) {
-        if (!(p[i] <= steps[i].probability)) continue;
-        const OpSpace& s = space_of(space, steps[i].op);
-        double m = steps[i].bin >= 0 ? s.magnitudes[static_cast<size_t>(steps[i].bin)] : 0.0;
-        if (s.is_signed && negative[i]) m = -m;
-        ops.push_back({steps[i].op, m});
-      }
-      break;
-    }
-    case AutoAugmentKind::randaugment: {
-      const auto space = augmentation_space(SpaceKind::randaugment, config_.num_magnitude_bins, height, width);
-      for (int64_t k = 0; k < config_.num_ops; ++k) {
-        const OpSpace& s = space[rng.below(space.size())];
-        double m = 0.0;
-        if (!s.magnitudes.empty()) {
-          m = config_.magnitude_std > 0
-                  ? noisy_magnitude(s, static_cast<double>(config_.magnitude) + config_.magnitude_std * standard_normal(rng),
-                                    config_.num_magnitude_bins)
-                  : s.magnitudes[static_cast<size_t>(config_.magnitude)];
-        }
-        ops.push_back({s.op, signed_magnitude(s, m, rng)});
-      }
-      break;
-    }
-    case AutoAugmentKind::trivialaugment_wide: {
-      const auto space = augmentation_space(SpaceKind::trivialaugment_wide, config_.num_magnitude_bins, height, width);
-      const OpSpace& s = space[rng.below(space.size())];
-      const double m = s.magnitudes.empty() ? 0.0 : s.magnitudes[rng.below(s.magnitudes.size())];
-      ops.push_back({s.op, signed_magnitude(s, m, rng)});
-      break;
-    }
-  }
-  return ops;
+  if (!row_->choose) return {};
+  return row_->choose(config_, space(height, width), rng);
 }
 
 void AutoAugmentPolicy::apply(cv::Mat& image, SplitMix64& rng) const {
-  if (config_.name == AutoAugmentKind::augmix) return apply_augmix(image, rng);
-  for (const ChosenOp& c : choose(image.rows, image.cols, rng)) apply_op(image, c.op, c.magnitude, settings_);
-}
-
-void AutoAugmentPolicy::apply_augmix(cv::Mat& image, SplitMix64& rng) const {
-  const auto space = augmentation_space(SpaceKind::augmix, 10, image.rows, image.cols);
-  // Beta(alpha, alpha) as a two-way Dirichlet; then the chains' Dirichlet weights times the augmented share.
-  const double g0 = gamma_draw(rng, config_.alpha), g1 = gamma_draw(rng, config_.alpha);
-  const auto m0 = static_cast<float>(g0 / (g0 + g1)), m1 = static_cast<float>(g1 / (g0 + g1));
-  std::vector<double> w(static_cast<size_t>(config_.mixture_width));
-  double total = 0;
-  for (double& x : w) total += x = gamma_draw(rng, config_.alpha);
-  const size_t n = image.total() * static_cast<size_t>(image.channels());
-  // float32 arithmetic in torchvision's order: mix = m0 * img; mix += w_i * aug_i; then truncation to uint8.
-  std::vector<float> mix(n);
-  const uint8_t* original = image.ptr<uint8_t>();
-  for (size_t i = 0; i < n; ++i) mix[i] = m0 * static_cast<float>(original[i]);
-  cv::Mat aug;
-  for (size_t chain = 0; chain < w.size(); ++chain) {
-    image.copyTo(aug);
-    const int64_t depth = config_.chain_depth > 0 ? config_.chain_depth : 1 + static_cast<int64_t>(rng.below(3));
-    for (int64_t d = 0; d < depth; ++d) {
-      const OpSpace& s = space[rng.below(space.size())];
-      const double m = s.magnitudes.empty()
-                           ? 0.0
-                           : s.magnitudes[rng.below(static_cast<uint64_t>(config_.severity))];
-      apply_op(aug, s.op, signed_magnitude(s, m, rng), settings_);
-    }
-    const float weight = static_cast<float>(w[chain] / total) * m1;
-    const uint8_t* a = aug.ptr<uint8_t>();
-    for (size_t i = 0; i < n; ++i) mix[i] += weight * static_cast<float>(a[i]);
-  }
-  uint8_t* out = image.ptr<uint8_t>();
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(std::clamp(mix[i], 0.0f, 255.0f));
+  if (!active()) return;
+  if (row_->apply) return row_->apply(config_, settings_, space(image.rows, image.cols), image, rng);
+  for (const ChosenOp& c : row_->choose(config_, space(image.rows, image.cols), rng))
+    apply_op(image, c.op, c.magnitude, settings_);
 }
 
 }  // namespace trainer

@@ -33,15 +33,13 @@ size_t train_batches_per_epoch(size_t images, const DataConfig& data, bool drop_
 }
 
 std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> source, const DataConfig& data,
-                                          bool drop_last, uint64_t seed, int64_t epoch, size_t start_batch,
-                                          bool pin_memory, std::shared_ptr<BadSamples> bad, size_t rank,
-                                          size_t world) {
+                                          const TrainLoaderOptions& o) {
   const size_t images = source->size();
-  SamplerOptions order = train_sampler_options(images, data, drop_last, seed, epoch, start_batch);
-  order.rank = rank;
-  order.world = world;
+  SamplerOptions order = train_sampler_options(images, data, o.drop_last, o.seed, o.epoch, o.start_batch);
+  order.rank = o.rank;
+  order.world = o.world;
   auto augment = std::make_shared<const SampleAugment>(data.augment);
-  return make_loader(BatchDataset(std::move(source), pin_memory, {seed, epoch}, std::move(bad), BadSlot::replace,
+  return make_loader(BatchDataset(std::move(source), o.pin_memory, {o.seed, o.epoch}, o.bad, BadSlot::replace,
                                   std::move(augment)),
                      EpochSampler(order),
                      static_cast<size_t>(data.batch_size), static_cast<size_t>(data.workers),

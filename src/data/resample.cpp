@@ -32,7 +32,7 @@ double bicubic(double x) {  // Keys' cubic convolution with a = -0.5
   return 0.0;
 }
 
-uint8_t clip8(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisionBits, 0, 255)); }
+uint8_t clip_fixed_point(int32_t v) { return static_cast<uint8_t>(std::clamp(v >> kPrecisionBits, 0, 255)); }
 
 // Per output pixel: the first source pixel, how many follow, and their fixed-point weights (ksize per pixel).
 struct Coefficients {
@@ -83,7 +83,7 @@ void horizontal_pixel(const uint8_t* p, const int32_t* k, int n, uint8_t* o) {
   for (int ch = 0; ch < C; ++ch) s[ch] = kHalf;
   for (int t = 0; t < n; ++t)
     for (int ch = 0; ch < C; ++ch) s[ch] += static_cast<int32_t>(p[t * C + ch]) * k[t];
-  for (int ch = 0; ch < C; ++ch) o[ch] = clip8(s[ch]);
+  for (int ch = 0; ch < C; ++ch) o[ch] = clip_fixed_point(s[ch]);
 }
 
 #ifdef TRAINER_RESAMPLE_X86

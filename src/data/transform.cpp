@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trainer/data/data_kinds.hpp"
 #include "trainer/data/resample.hpp"
 #include "trainer/util/error.hpp"
 
@@ -55,7 +56,7 @@ TransformSpec make_transform_spec(const DataConfig& data, bool train) {
 }
 
 TransformSpec image_file_transform(const DataConfig& data, const ImageShape& input) {
-  if (data.kind == DataKind::imagenet) return make_transform_spec(data, /*train=*/false);
+  if (data_kind_row(data.kind).image_files) return make_transform_spec(data, /*train=*/false);
   if (input.height != input.width)
     throw UsageError("images need a square model input; this model's is " + std::to_string(input.height) + "x" +
                      std::to_string(input.width));

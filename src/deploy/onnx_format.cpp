@@ -269,6 +269,7 @@ ExportFormat onnx_format() {
   f.serialize = onnx_serialize;
   f.open = onnx_open;
 #else
+  f.available = false;
   const auto unavailable = [] {
     return ExportError(
         "this trainer was built without ONNX (it needs the ONNX library and OpenCV's dnn module: on Debian "

@@ -6,7 +6,7 @@
 #include "trainer/data/device_stager.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/subset.hpp"
-#include "trainer/engine/train_step.hpp"
+#include "trainer/engine/step.hpp"
 #include "trainer/util/clock.hpp"
 
 namespace trainer {

@@ -23,9 +23,7 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   EpochRun run;
   run.start_batch = epoch == s.state.epoch ? s.state.batch_in_epoch : 0;
   s.state.batch_in_epoch = run.start_batch;
-  auto loader = make_train_loader(s.train_data, c.data, s.drop_last, static_cast<uint64_t>(c.run.seed), epoch,
-                                  static_cast<size_t>(run.start_batch), s.device.is_cuda(), s.train_bad,
-                                  static_cast<size_t>(s.world.rank), static_cast<size_t>(s.world.size));
+  auto loader = make_train_loader(s, epoch, static_cast<size_t>(run.start_batch));
   TrainMeter meter(s.device, s.state.step + 1, s.group.get());
   r.lr = r.lr_now();
   int64_t micro = 0;
@@ -48,7 +46,9 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
     const bool epoch_done = s.state.batch_in_epoch == r.plan.batches_per_epoch;
     if (++micro == c.train.accumulate_steps || epoch_done) {
       micro = 0;
-      take_step(r, meter);
+      // ---- the optimizer step; its loss and gradient norm stay on the device until the interval closes ----
+      const auto update_start = Clock::now();
+      meter.end_step(take_optimizer_step(s), seconds_since(update_start));
       // ---- every log_every steps: check, log and record the interval ----
       if (s.state.step % c.train.log_every == 0 && !meter.interval_empty()) close_log_interval(r, meter, epoch);
       // ---- step checkpoints, early stops and signals (mid-epoch; the epoch end saves on its own) ----
@@ -72,13 +72,13 @@ FitResult fit(Session& s, FitLimits limits) {
     // ---- one epoch of optimizer steps, logged every train.log_every steps; a stop saves and ends the run ----
     const EpochRun run = run_epoch(r, epoch);
     if (run.stopped_by) {
-      result.interrupted_by = *run.stopped_by;
+      if (run.stopped_by->kind == StopReason::Kind::signal) result.interrupted_by = run.stopped_by->signal_number;
       break;
     }
     // ---- the epoch's figures: a log line and a metrics row; the state moves on to the next epoch ----
     finish_epoch(r, epoch, run);
-    // ---- every eval_every epochs, and after the last: evaluate the weights (and their EMA) and rank them ----
-    const bool improved = evaluate_and_rank(r, result);
+    // ---- every eval_every epochs, and after the last: evaluate the weights (and their EMA), track the best ----
+    const bool improved = evaluate_and_track_best(r, result);
     // ---- curves.png from the metrics so far; a drawing problem never stops the run ----
     draw_curves(r);
     // ---- every checkpoint_every epochs, after the last and on a new best: last.pt, best.pt, epoch-E.pt ----

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "trainer/data/loaders.hpp"
-#include "trainer/dist/replica_check.hpp"
+#include "trainer/distributed/replica_check.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/plot/curves.hpp"
 #include "trainer/util/clock.hpp"
@@ -109,7 +109,7 @@ void log_start(FitRun& r) {
              c.optim.lr_per_256 > 0 ? " (optim.lr_per_256 " + format_number(c.optim.lr_per_256) + " x " +
                                           std::to_string(c.data.batch_size * accumulate) + " / 256)"
                                     : std::string(),
-             warmup_steps(c.schedule, r.plan.length), describe_precision(r.s.step));
+             warmup_steps(c.schedule, r.plan.length), describe_precision(r.s.step_options));
 }
 
 TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, const compat::GeneratorStates& step_start,
@@ -129,14 +129,6 @@ TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, const compat::Ge
   }
   return TrainError(where + "; saved " + r.checkpoints.last().string() + " at step " + std::to_string(s.state.step) +
                     ": resume with trainer --resume " + r.checkpoints.last().string());
-}
-
-void take_step(FitRun& r, TrainMeter& meter) {
-  Session& s = r.s;
-  const auto start = Clock::now();
-  // The step's loss and gradient norm stay on the device: they are checked when the interval is logged.
-  const UpdateResult u = take_optimizer_step(s);
-  meter.end_step(u, seconds_since(start));
 }
 
 void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch) {
@@ -178,7 +170,7 @@ int agreed_stop(const FitRun& r) {
 
 }  // namespace
 
-std::optional<int> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done) {
+std::optional<StopReason> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done) {
   const Session& s = r.s;
   const Config& c = s.config;
   const int sig = agreed_stop(r);
@@ -192,7 +184,8 @@ std::optional<int> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done) {
                step_checkpoint ? " and " + r.checkpoints.step(s.state.step).string() : "", epoch + 1, s.state.step,
                s.state.batch_in_epoch, r.plan.batches_per_epoch);
   }
-  if (sig || stop_at_step) return sig;
+  if (sig) return StopReason{StopReason::Kind::signal, sig};
+  if (stop_at_step) return StopReason{StopReason::Kind::step_limit, 0};
   return std::nullopt;
 }
 
@@ -248,7 +241,7 @@ void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run) {
   s.state.batch_in_epoch = 0;
 }
 
-bool evaluate_and_rank(FitRun& r, FitResult& result) {
+bool evaluate_and_track_best(FitRun& r, FitResult& result) {
   Session& s = r.s;
   const TrainConfig& t = s.config.train;
   if (s.state.epoch % t.eval_every != 0 && s.state.epoch != t.epochs) return false;

@@ -46,7 +46,7 @@ struct FitRun {
 // One epoch as run_epoch() ends it.
 struct EpochRun {
   int64_t start_batch = 0;         // > 0 when the epoch was resumed mid-way
-  std::optional<int> stopped_by;   // the run stopped mid-epoch: the signal, or 0 for --stop-after-step
+  std::optional<StopReason> stopped_by;  // the run stopped mid-epoch
   TrainFigures figures;            // the whole epoch, when it was not stopped
 };
 
@@ -59,17 +59,15 @@ EpochRun run_epoch(FitRun& r, int64_t epoch);
 // TrainError to throw, naming the step, the libtorch message and the checkpoint.
 TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, const compat::GeneratorStates& step_start,
                        const c10::Error& error);
-// The optimizer step after the last micro-batch. Its figures stay on the device until the interval closes.
-void take_step(FitRun& r, TrainMeter& meter);
 // Closes the open log interval: a non-finite loss stops the run; otherwise a log line and a "train" row.
 void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch);
 // A step checkpoint, --stop-after-step or a signal: saves last.pt (and step-N.pt); returns the stop, if any.
-std::optional<int> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done);
+std::optional<StopReason> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done);
 void show_progress(FitRun& r, const TrainMeter& meter, int64_t epoch);
 // The epoch's log line and "epoch" row, unreadable images, and the state moved on to the next epoch.
 void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run);
-// Evaluates when due (train.eval_every, the last epoch); true when train.best_metric improved.
-bool evaluate_and_rank(FitRun& r, FitResult& result);
+// Evaluates when due (train.eval_every, the last epoch); true when train.best_metric improved on the best so far.
+bool evaluate_and_track_best(FitRun& r, FitResult& result);
 void draw_curves(FitRun& r);
 // last.pt when due (train.checkpoint_every, the last epoch, a new best), with best.pt and epoch-E.pt as links.
 void save_epoch_checkpoint(FitRun& r, bool improved);

@@ -4,7 +4,7 @@
 #include <regex>
 
 #include "trainer/config/load.hpp"
-#include "trainer/dist/rank_generators.hpp"
+#include "trainer/distributed/rank_generators.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

@@ -11,9 +11,9 @@
 #include "trainer/config/load.hpp"
 #include "trainer/data/last_batch.hpp"
 #include "trainer/data/sample_augment.hpp"
-#include "trainer/data/sources.hpp"
-#include "trainer/dist/rank_generators.hpp"
-#include "trainer/dist/replica_check.hpp"
+#include "trainer/data/data_kinds.hpp"
+#include "trainer/distributed/rank_generators.hpp"
+#include "trainer/distributed/replica_check.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
@@ -70,7 +70,7 @@ std::vector<torch::Tensor> detached(const std::vector<torch::Tensor>& tensors) {
   return out;
 }
 
-// Each rank's dropout stream (dist/rank_generators): a resumed run takes back every rank's states when it has as
+// Each rank's dropout stream (distributed/rank_generators): a resumed run takes back every rank's states when it has as
 // many ranks as the run that saved them; otherwise rank 0 keeps the checkpoint's own, and ranks > 0 start anew.
 void start_rank_generators(const Session& s, const LoadedCheckpoint* resume) {
   if (resume) {
@@ -85,28 +85,51 @@ void start_rank_generators(const Session& s, const LoadedCheckpoint* resume) {
 
 }  // namespace
 
+std::unique_ptr<Loader> make_train_loader(const Session& s, int64_t epoch, size_t start_batch) {
+  TrainLoaderOptions o;
+  o.drop_last = s.drop_last;
+  o.seed = static_cast<uint64_t>(s.config.run.seed);
+  o.epoch = epoch;
+  o.start_batch = start_batch;
+  o.pin_memory = s.device.is_cuda();
+  o.bad = s.train_bad;
+  o.rank = static_cast<size_t>(s.world.rank);
+  o.world = static_cast<size_t>(s.world.size);
+  return make_train_loader(s.train_data, s.config.data, o);
+}
+
 void sync_buffers(Session& s) {
   if (!s.group) return;
   s.group->broadcast(detached(s.model->buffers()), 0);
   if (s.ema) s.group->broadcast(detached(s.ema->model().buffers()), 0);
 }
 
-Session make_session(Config config, fs::path run_dir, RunLogs logs, const LoadedCheckpoint* resume,
-                     std::shared_ptr<Collectives> group) {
+namespace {
+
+// ---- the stages of make_session, in their order ----
+
+// Who and where: the config, logs and group; every rank has rank 0's config; the device, threads and backend
+// switches. An unknown model.arch fails here, before the data is opened.
+Session start_session(Config config, fs::path run_dir, RunLogs logs, std::shared_ptr<Collectives> group) {
   Session s;
   s.config = std::move(config);
   s.run_dir = std::move(run_dir);
   s.logs = std::move(logs);
   s.group = std::move(group);
   if (s.group) s.world = s.group->world();
-  const Config& c = s.config;
   if (s.group) check_same_config(s);
-  check_model_arch(c.model);
-  s.device = s.group ? s.group->device() : select_device(c.run.device);
-  apply_threads(c.run);
-  apply_backend_settings(c.run);
+  model_row(s.config.model.arch);
+  s.device = s.group ? s.group->device() : select_device(s.config.run.device);
+  apply_threads(s.config.run);
+  apply_backend_settings(s.config.run);
+  return s;
+}
 
-  // Opening a folder dataset lists every file (1.28 million for ImageNet): the log says how long it took.
+// Both splits, model.num_classes from the training set when the config leaves it to the data, and their shapes
+// checked against the model. Opening a folder dataset lists every file (1.28 million for ImageNet): the log
+// says how long it took.
+void open_data(Session& s) {
+  const Config& c = s.config;
   const auto open_start = Clock::now();
   s.train_data = make_source(c, Split::train);
   const bool classes_from_data = c.model.num_classes == 0;
@@ -116,7 +139,7 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   const auto train_shape = s.train_data->shape(), eval_shape = s.eval_data->shape();
   // Eval images may be larger than training images (FixRes) when the model takes any size.
   const bool sizes_differ = train_shape.height != eval_shape.height || train_shape.width != eval_shape.width;
-  if (train_shape.channels != eval_shape.channels || (sizes_differ && !accepts_any_input_size(c.model)))
+  if (train_shape.channels != eval_shape.channels || (sizes_differ && !model_row(c.model.arch).any_input_size))
     throw DataError("train and eval images differ in shape: " + s.train_data->describe() + " vs " +
                     s.eval_data->describe() +
                     (sizes_differ ? "; " + c.model.arch + " takes one input size (set data.augment.eval_crop to "
@@ -132,10 +155,23 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
   if (classes_from_data) s.logs.main->info("model.num_classes {} (from the training data)", c.model.num_classes);
   s.train_bad = std::make_shared<BadSamples>("train", s.train_data->size(), c.data.max_bad_fraction, s.logs.main);
   s.eval_bad = std::make_shared<BadSamples>("eval", s.eval_data->size(), c.data.max_bad_fraction, s.logs.main);
+}
 
+// A second copy of the model, in the run's layout, that averages the weights.
+std::unique_ptr<WeightEma> make_ema(const Session& s) {
+  auto shadow = build_model(s.config.model, s.train_data->shape());
+  place_model(*shadow, s.device, s.layout.channels_last);
+  return std::make_unique<WeightEma>(s.config.train.ema, std::move(shadow), *s.model);
+}
+
+// The model from the seeded generator (or model.init_from's weights for a new run), the last-batch rule, the
+// self-checked layout on the device, then what trains it: optimizer, normalisation, precision, scaler, EMA.
+void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume) {
+  const Config& c = s.config;
+  const ImageShape shape = s.train_data->shape();
   // Initialisation draws from LibTorch's default generator: seed it so the same seed gives the same start.
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-  s.model = build_model(c.model, train_shape);
+  s.model = build_model(c.model, shape);
   if (!resume && !c.model.init_from.empty()) {
     const WeightsReport report = load_weights(*s.model, read_safetensors(c.model.init_from).tensors,
                                               c.model.init_exclude, c.model.init_from);
@@ -145,67 +181,82 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
       last_batch_rule(s.train_data->size(), c.data, s.world.size, has_batch_norm(*s.model));
   s.drop_last = last_batch.drop;
   if (!last_batch.note.empty()) s.logs.main->info("{}", last_batch.note);
-  s.layout = place_in_checked_layout(*s.model, c.model, train_shape, s.device,
+  s.layout = place_in_checked_layout(*s.model, c.model, shape, s.device,
                                      [&](const std::string& warning) { s.logs.main->warn("{}", warning); });
   s.optimizer = make_optimizer(c.optim, *s.model);
   s.norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, s.device);
-  s.step = step_options(c.train, s.device);
-  s.scaler = LossScaler(c.train.amp, s.step.uses_scaler());
-  auto make_ema = [&] {
-    auto shadow = build_model(c.model, train_shape);
-    place_model(*shadow, s.device, s.layout.channels_last);
-    return std::make_unique<WeightEma>(c.train.ema, std::move(shadow), *s.model);
-  };
-  if (c.train.ema.enabled) s.ema = make_ema();
+  s.step_options = step_options(c.train, s.device);
+  s.scaler = LossScaler(c.train.amp, s.step_options.uses_scaler());
+  if (c.train.ema.enabled) s.ema = make_ema(s);
   int64_t parameters = 0;
   for (const auto& p : s.model->parameters()) parameters += p.numel();
   s.logs.main->info("model: {} ({} parameters) on {}, {}", c.model.arch, parameters, s.device.str(), describe_runtime());
   s.logs.main->info("layout: {}{}; {}", s.layout.channels_last ? "channels_last" : "contiguous",
                     s.layout.checked ? " (kernels self-checked)" : "", describe_backend_settings());
+}
 
-  if (resume) {
-    resume->restore_model(*s.model);
-    resume->restore_optimizer(*s.optimizer);
-    const CheckpointMeta& m = resume->meta();
-    s.scaler.load_state(m.scaler);
-    if (s.ema) {
-      // A run that turns EMA on at resume starts the average from the restored weights.
-      if (resume->restore_ema(s.ema->model())) s.ema->set_updates(m.ema_updates);
-      else s.ema = make_ema();
-    }
-    resume->restore_rng();  // last: building a model above draws from the generator
-    s.state = m;  // its TrainState part
-    s.logs.main->info("resumed from {}: {} epoch(s){}, {} step(s) done", resume->path().string(), s.state.epoch,
-                      m.batch_in_epoch ? " and " + std::to_string(m.batch_in_epoch) + " batch(es)" : "",
-                      s.state.step);
+// The checkpoint's weights, optimizer state, loss scale, EMA, generators and position (also mid-epoch). The
+// generators come last: building a model above draws from them.
+void restore_from_checkpoint(Session& s, const LoadedCheckpoint& resume) {
+  resume.restore_model(*s.model);
+  resume.restore_optimizer(*s.optimizer);
+  const CheckpointMeta& m = resume.meta();
+  s.scaler.load_state(m.scaler);
+  if (s.ema) {
+    // A run that turns EMA on at resume starts the average from the restored weights.
+    if (resume.restore_ema(s.ema->model())) s.ema->set_updates(m.ema_updates);
+    else s.ema = make_ema(s);
   }
-  if (s.group) {
-    // One starting point: rank 0's weights (fresh, init_from or resumed) and EMA; then gradients are averaged.
-    s.group->broadcast(detached(s.model->parameters()), 0);
-    if (s.ema) s.group->broadcast(detached(s.ema->model().parameters()), 0);
-    sync_buffers(s);
-    start_rank_generators(s, resume);
-    if (c.model.sync_batchnorm) {
-      auto* group = s.group.get();
-      const int64_t layers =
-          sync_batch_norm(*s.model, [group](const std::vector<torch::Tensor>& t) { group->all_reduce_sum(t); });
-      if (layers == 0)
-        s.logs.main->warn("model.sync_batchnorm: {} has no BatchNorm layer; nothing to synchronise", c.model.arch);
-      else
-        s.logs.main->info("model.sync_batchnorm: {} BatchNorm layers take their statistics over {} ranks", layers,
-                          s.world.size);
-    }
-    s.reducer = std::make_unique<GradReducer>(s.model->parameters(), *s.group,
-                                              static_cast<int64_t>(c.run.dist_bucket_mb * 1024 * 1024));
-    s.logs.main->info("data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced "
-                      "per step",
-                      s.world.rank, s.world.size, s.world.launcher, enum_name(dist_backends(), s.group->backend()),
-                      s.reducer->buckets(),
-                      static_cast<double>(s.reducer->bytes_per_step()) / (1024.0 * 1024.0));
+  resume.restore_rng();
+  s.state = m;  // its TrainState part
+  s.logs.main->info("resumed from {}: {} epoch(s){}, {} step(s) done", resume.path().string(), s.state.epoch,
+                    m.batch_in_epoch ? " and " + std::to_string(m.batch_in_epoch) + " batch(es)" : "", s.state.step);
+}
+
+// Data-parallel: one starting point, rank 0's weights (fresh, init_from or resumed), EMA and statistics; each
+// rank's dropout stream; synchronised BatchNorm when asked; then the gradient buckets that average the ranks.
+void join_process_group(Session& s, const LoadedCheckpoint* resume) {
+  const Config& c = s.config;
+  s.group->broadcast(detached(s.model->parameters()), 0);
+  if (s.ema) s.group->broadcast(detached(s.ema->model().parameters()), 0);
+  sync_buffers(s);
+  start_rank_generators(s, resume);
+  if (c.model.sync_batchnorm) {
+    auto* group = s.group.get();
+    const int64_t layers =
+        sync_batch_norm(*s.model, [group](const std::vector<torch::Tensor>& t) { group->all_reduce_sum(t); });
+    if (layers == 0)
+      s.logs.main->warn("model.sync_batchnorm: {} has no BatchNorm layer; nothing to synchronise", c.model.arch);
+    else
+      s.logs.main->info("model.sync_batchnorm: {} BatchNorm layers take their statistics over {} ranks", layers,
+                        s.world.size);
   }
+  s.reducer = std::make_unique<GradReducer>(s.model->parameters(), *s.group,
+                                            static_cast<int64_t>(c.run.dist_bucket_mb * 1024 * 1024));
+  s.logs.main->info("data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced "
+                    "per step",
+                    s.world.rank, s.world.size, s.world.launcher, enum_name(dist_backends(), s.group->backend()),
+                    s.reducer->buckets(), static_cast<double>(s.reducer->bytes_per_step()) / (1024.0 * 1024.0));
+}
+
+}  // namespace
+
+Session make_session(Config config, fs::path run_dir, RunLogs logs, const LoadedCheckpoint* resume,
+                     std::shared_ptr<Collectives> group) {
+  // ---- who and where: config, logs, the group's agreement on the config, device and backend settings ----
+  Session s = start_session(std::move(config), std::move(run_dir), std::move(logs), std::move(group));
+  // ---- the data: both splits opened and counted; the class count from the training set ----
+  open_data(s);
+  // ---- the model on its device in its checked layout, and what trains it ----
+  build_model_and_optimizer(s, resume);
+  // ---- a resumed run: every saved state back, generators last ----
+  if (resume) restore_from_checkpoint(s, *resume);
+  // ---- data-parallel: rank 0's starting point on every rank, then gradient averaging ----
+  if (s.group) join_process_group(s, resume);
+  // ---- the metrics files (a resumed run keeps the rows up to its step) ----
   if (!s.run_dir.empty())
     s.metrics = std::make_unique<MetricsSink>(s.run_dir, resume ? std::optional<int64_t>(s.state.step) : std::nullopt,
-                                              c.run.tensorboard);
+                                              s.config.run.tensorboard);
   return s;
 }
 

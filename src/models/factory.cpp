@@ -1,6 +1,5 @@
 #include "trainer/models/factory.hpp"
 
-#include <functional>
 #include <utility>
 
 #include "trainer/models/resnet.hpp"
@@ -11,46 +10,47 @@
 namespace trainer {
 namespace {
 
-using Builder = std::function<ClassifierPtr(const ModelConfig&, const ImageShape&)>;
-
 ClassifierPtr build_simple_cnn(const ModelConfig& m, const ImageShape& in) {
   if (m.stem != StemKind::imagenet || m.zero_init_residual)
     throw ConfigError("model.stem and model.zero_init_residual apply to ResNets; mnist_cnn has neither");
-  return std::make_shared<SimpleCnn>(SimpleCnnOptions{m.in_channels, m.num_classes, in.height, in.width, m.dropout});
-}
-
-const std::vector<std::pair<std::string, Builder>>& builders() {
-  static const std::vector<std::pair<std::string, Builder>> table = [] {
-    std::vector<std::pair<std::string, Builder>> t{{"mnist_cnn", build_simple_cnn}};
-    for (const auto& [name, spec] : resnet_specs())
-      t.emplace_back(name, [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
-        return std::make_shared<ResNet>(
-            ResNetOptions{spec, m.in_channels, m.num_classes, m.stem, m.dropout, m.zero_init_residual});
-      });
-    return t;
-  }();
-  return table;
-}
-
-const Builder& find_builder(const std::string& arch) {
-  for (const auto& entry : builders())
-    if (entry.first == arch) return entry.second;
-  const std::string guess = closest_match(arch, model_names());
-  throw ConfigError("model.arch: unknown architecture \"" + arch + "\"" +
-                    (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") + " (valid: " + join(model_names()) + ")");
+  return std::make_shared<SimpleCnn>(SimpleCnnOptions{/*in_channels=*/m.in_channels, /*num_classes=*/m.num_classes,
+                                                      /*height=*/in.height, /*width=*/in.width, /*dropout=*/m.dropout});
 }
 
 }  // namespace
 
+const std::vector<ModelRow>& model_rows() {
+  static const std::vector<ModelRow> rows = [] {
+    std::vector<ModelRow> t{{"mnist_cnn", build_simple_cnn, /*channels_last_on_cuda=*/false, /*any_input_size=*/false}};
+    // Every ResNet (plain, wide, ResNeXt) ends in adaptive pooling and runs its convolutions fastest in
+    // channels_last on tensor cores.
+    for (const auto& [name, spec] : resnet_specs()) {
+      auto build = [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+        return std::make_shared<ResNet>(ResNetOptions{/*spec=*/spec, /*in_channels=*/m.in_channels,
+                                                      /*num_classes=*/m.num_classes, /*stem=*/m.stem,
+                                                      /*dropout=*/m.dropout,
+                                                      /*zero_init_residual=*/m.zero_init_residual});
+      };
+      t.push_back({name, build, /*channels_last_on_cuda=*/true, /*any_input_size=*/true});
+    }
+    return t;
+  }();
+  return rows;
+}
+
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
-  for (const auto& entry : builders()) names.push_back(entry.first);
+  for (const auto& row : model_rows()) names.push_back(row.name);
   return names;
 }
 
-void check_model_arch(const ModelConfig& model) { find_builder(model.arch); }
-
-bool accepts_any_input_size(const ModelConfig& model) { return model.arch != "mnist_cnn"; }
+const ModelRow& model_row(const std::string& arch) {
+  for (const auto& row : model_rows())
+    if (row.name == arch) return row;
+  const std::string guess = closest_match(arch, model_names());
+  throw ConfigError("model.arch: unknown architecture \"" + arch + "\"" +
+                    (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") + " (valid: " + join(model_names()) + ")");
+}
 
 ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
   if (model.num_classes < 2)
@@ -59,7 +59,7 @@ ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
   if (input.channels != model.in_channels)
     throw ConfigError("model.in_channels: the data has " + std::to_string(input.channels) +
                       " channel(s) but model.in_channels is " + std::to_string(model.in_channels));
-  return find_builder(model.arch)(model, input);
+  return model_row(model.arch).build(model, input);
 }
 
 void place_model(Classifier& model, const torch::Device& device, bool channels_last) {

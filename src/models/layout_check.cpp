@@ -122,7 +122,7 @@ bool wants_channels_last(const ModelConfig& model, const torch::Device& device) 
   switch (model.channels_last) {
     case Switch::on: return true;
     case Switch::off: return false;
-    case Switch::automatic: return device.is_cuda() && model.arch.rfind("resnet", 0) == 0;
+    case Switch::automatic: return device.is_cuda() && model_row(model.arch).channels_last_on_cuda;
   }
   return false;
 }

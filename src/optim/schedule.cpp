@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trainer/config/schedule_kinds.hpp"
+#include "trainer/optim/schedules.hpp"
 
 namespace trainer {
 

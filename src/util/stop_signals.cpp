@@ -14,12 +14,19 @@ namespace {
 volatile std::sig_atomic_t received = 0;
 struct sigaction previous_int, previous_term;
 
+// write() is async-signal-safe; spdlog and stdio are not.
+template <size_t N>
+void say(const char (&message)[N]) {
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, message, N - 1);
+}
+
 void on_signal(int sig) {
-  if (received != 0) _exit(128 + sig);  // the second signal: stop now
+  if (received != 0) {  // the second signal: stop now
+    say("\nsecond signal: exiting at once; the last checkpoint written stays as it was\n");
+    _exit(128 + sig);
+  }
   received = sig;
-  // write() is async-signal-safe; spdlog and stdio are not.
-  const char message[] = "\nstopping after this step and saving a checkpoint (send the signal again to exit at once)\n";
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, message, sizeof(message) - 1);
+  say("\nstopping after this step and saving a checkpoint (send the signal again to exit at once)\n");
 }
 
 }  // namespace

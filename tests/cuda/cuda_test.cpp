@@ -10,7 +10,7 @@
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/synthetic.hpp"
 #include "trainer/engine/loss_scaler.hpp"
-#include "trainer/engine/train_step.hpp"
+#include "trainer/engine/step.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/optim/optimizer.hpp"

@@ -8,11 +8,13 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "e2e/torchvision_reference.hpp"
 #include "trainer/data/augment_ops.hpp"
+#include "trainer/data/auto_augment.hpp"
 #include "trainer/data/image_decode.hpp"
 #include "trainer/data/pil_color.hpp"
 
@@ -46,7 +48,7 @@ nlohmann::json cases(int channels) {
 void apply_case(const nlohmann::json& c, cv::Mat& image) {
   static const std::map<std::string, AugmentOp> ops = [] {
     std::map<std::string, AugmentOp> m;
-    for (int i = 0; i <= static_cast<int>(AugmentOp::invert); ++i) m[op_name(static_cast<AugmentOp>(i))] = static_cast<AugmentOp>(i);
+    for (size_t i = 0; i < kAugmentOpCount; ++i) m[op_name(static_cast<AugmentOp>(i))] = static_cast<AugmentOp>(i);
     return m;
   }();
   const std::string op = c.at("op");
@@ -83,6 +85,12 @@ TEST_P(AugmentParity, OpsEqualTorchvisionOnPilImagesByteForByte) {
   cv::Mat decoded = decode_image(bytes, probe_image(bytes), shape.channels, 1, image_path);
   if (shape.channels == 3) cv::cvtColor(decoded, decoded, cv::COLOR_BGR2RGB);  // the ops see RGB, as PIL does
   const nlohmann::json all = cases(shape.channels);
+  // Every op is compared: one added to AugmentOp without cases here fails this test.
+  for (size_t i = 0; i < kAugmentOpCount; ++i) {
+    const std::string name = op_name(static_cast<AugmentOp>(i));
+    EXPECT_TRUE(std::any_of(all.begin(), all.end(), [&](const nlohmann::json& c) { return c.at("op") == name; }))
+        << name << " has no parity case";
+  }
   write_text(dir / "cases.json", all.dump());
   const auto python = run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
                                            "/tests/interop/pil_augment.py " + image_path.string() + " " +
@@ -112,15 +120,19 @@ TEST(AugmentParity, MagnitudeTablesEqualTorchvisions) {
   const std::filesystem::path image_path = dir / "image.png";
   ASSERT_TRUE(cv::imwrite(image_path.string(), parity_image(8, 8, 1)));
   struct Space {
-    std::string name;
-    SpaceKind kind;
+    std::string name;  // the policy's name in tests/interop/pil_augment.py
+    AutoAugmentKind kind;
     int64_t bins;
   };
-  const std::vector<Space> spaces = {{"autoaugment", SpaceKind::autoaugment, 10},
-                                     {"randaugment", SpaceKind::randaugment, 31},
-                                     {"randaugment", SpaceKind::randaugment, 11},
-                                     {"trivialaugment_wide", SpaceKind::trivialaugment_wide, 31},
-                                     {"augmix", SpaceKind::augmix, 10}};
+  const std::vector<Space> spaces = {{"autoaugment", AutoAugmentKind::imagenet, 10},
+                                     {"randaugment", AutoAugmentKind::randaugment, 31},
+                                     {"randaugment", AutoAugmentKind::randaugment, 11},
+                                     {"trivialaugment_wide", AutoAugmentKind::trivialaugment_wide, 31},
+                                     {"augmix", AutoAugmentKind::augmix, 10}};
+  // Every policy with an op table is compared.
+  for (const auto& row : policy_rows())
+    EXPECT_TRUE(!row.space || std::any_of(spaces.begin(), spaces.end(), [&](const Space& s) { return s.kind == row.kind; }))
+        << enum_name(auto_augment_kinds(), row.kind) << " has no magnitude-table case";
   nlohmann::json list = nlohmann::json::array();
   for (const auto& s : spaces) list.push_back({{"space", s.name}, {"bins", s.bins}, {"height", 176}, {"width", 233}});
   write_text(dir / "cases.json", list.dump());

@@ -33,11 +33,17 @@ TEST(Cli, HelpListsCommandsAndOptions) {
 }
 
 TEST(Cli, UsageErrorsExitWith2) {
-  EXPECT_EQ(trainer_cli("--no-such-flag").exit_code, 2);
+  const auto flag = trainer_cli("--no-such-flag");
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_NE(flag.output.find("--no-such-flag"), std::string::npos) << flag.output;
   EXPECT_EQ(trainer_cli("").exit_code, 2);
-  EXPECT_EQ(trainer_cli("eval").exit_code, 2);
-  const auto r = trainer_cli("--config x.json --set optim.lr");
-  EXPECT_EQ(r.exit_code, 2);
+  const auto eval = trainer_cli("eval");
+  EXPECT_EQ(eval.exit_code, 2);
+  EXPECT_NE(eval.output.find("--checkpoint"), std::string::npos) << eval.output;
+  // An existing config, so the malformed --set is what stops the run.
+  const auto set = trainer_cli("--config " TRAINER_SOURCE_DIR "/configs/mnist_cnn.json --set optim.lr");
+  EXPECT_EQ(set.exit_code, 2);
+  EXPECT_EQ(set.output, "error: --set expects KEY=VALUE (for example optim.lr=0.1), got \"optim.lr\"\n");
 }
 
 TEST(Cli, BadConfigIsOneLineAndExit2) {

@@ -290,7 +290,10 @@ TEST(SampleAugment, BatchesAreTheSameWithZeroAndThreeWorkers) {
   auto batches = [&](int64_t workers) {
     d.workers = workers;
     std::vector<ImageBatch> out;
-    auto loader = make_train_loader(source, d, false, 9, 2, 0, false, nullptr);
+    TrainLoaderOptions o;
+    o.seed = 9;
+    o.epoch = 2;
+    auto loader = make_train_loader(source, d, o);
     for_each_batch(*loader, [&](ImageBatch& b) {
       out.push_back(b);
       return true;

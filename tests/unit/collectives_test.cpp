@@ -5,9 +5,9 @@
 #include <thread>
 
 #include "support/fixtures.hpp"
-#include "trainer/dist/collectives.hpp"
-#include "trainer/dist/grad_reducer.hpp"
-#include "trainer/dist/replica_check.hpp"
+#include "trainer/distributed/collectives.hpp"
+#include "trainer/distributed/grad_reducer.hpp"
+#include "trainer/distributed/replica_check.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/sync_batch_norm.hpp"
 #include "trainer/util/error.hpp"

@@ -10,7 +10,7 @@
 #include "trainer/engine/grad_clip.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/mix.hpp"
-#include "trainer/engine/train_step.hpp"
+#include "trainer/engine/step.hpp"
 #include "trainer/engine/weight_ema.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/optim/optimizer.hpp"

@@ -72,16 +72,23 @@ std::string serialize_model(const ExportFormat& format, Classifier& model, const
                             const Metadata& metadata, int64_t batch = 0, int64_t opset = 0) {
   const auto graph = model.inference_graph();
   EXPECT_TRUE(graph.has_value());
-  const NamedTensors parameters = contiguous_copies(model.named_parameters().pairs());
-  const NamedTensors buffers = contiguous_copies(model.named_buffers().pairs());
-  return format.serialize({*graph, parameters, buffers, metadata, input, kDeployClasses, opset, batch});
+  ExportRequest request;
+  request.graph = *graph;
+  request.parameters = contiguous_copies(model.named_parameters().pairs());
+  request.buffers = contiguous_copies(model.named_buffers().pairs());
+  request.metadata = metadata;
+  request.input = input;
+  request.num_classes = kDeployClasses;
+  request.opset = opset;
+  request.batch = batch;
+  return format.serialize(request);
 }
 
+// Every format of the table that writes a runnable file and is built in.
 std::vector<ExportFormat> runnable_formats() {
-  std::vector<ExportFormat> formats{format_for_output("torchscript", "")};
-#ifdef TRAINER_ONNX
-  formats.push_back(format_for_output("onnx", ""));
-#endif
+  std::vector<ExportFormat> formats;
+  for (const auto& f : export_formats())
+    if (f.open && f.available) formats.push_back(f);
   return formats;
 }
 

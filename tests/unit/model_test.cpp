@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
+#include "trainer/models/resnet.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -46,7 +48,7 @@ TEST(ModelFactory, UnknownArchListsTheValidOnes) {
   m.num_classes = 10;
   m.arch = "mnist_cnnn";
   try {
-    check_model_arch(m);
+    model_row(m.arch);
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -277,7 +279,7 @@ TEST(LayoutCheck, ProbeLeavesTheGeneratorAlone) {
   EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
 }
 
-TEST(LayoutCheck, AutoMeansResNetsOnCuda) {
+TEST(LayoutCheck, AutoFollowsTheModelRow) {
   ModelConfig m = resnet_config("resnet50", 3, 10);
   EXPECT_EQ(m.channels_last, Switch::automatic);
   EXPECT_TRUE(wants_channels_last(m, torch::Device(torch::kCUDA, 0)));
@@ -289,6 +291,41 @@ TEST(LayoutCheck, AutoMeansResNetsOnCuda) {
   ModelConfig cnn;
   cnn.num_classes = 10;
   EXPECT_FALSE(wants_channels_last(cnn, torch::Device(torch::kCUDA, 0)));
+  // Every ResNet, the wide ones and the ResNeXts included, gets channels_last on CUDA by default.
+  for (const auto& [name, spec] : resnet_specs()) {
+    EXPECT_TRUE(wants_channels_last(resnet_config(name, 3, 10), torch::Device(torch::kCUDA, 0))) << name;
+    EXPECT_FALSE(wants_channels_last(resnet_config(name, 3, 10), torch::kCPU)) << name;
+  }
+}
+
+TEST(ModelFactory, EveryArchHasExactlyOneRow) {
+  std::set<std::string> names;
+  for (const auto& row : model_rows()) {
+    EXPECT_TRUE(names.insert(row.name).second) << "two rows named " << row.name;
+    EXPECT_TRUE(row.build) << row.name;
+    EXPECT_EQ(&model_row(row.name), &row);
+  }
+  EXPECT_EQ(names.size(), resnet_specs().size() + 1);  // mnist_cnn and every ResNet spec
+  EXPECT_TRUE(names.count("mnist_cnn"));
+  for (const auto& [name, spec] : resnet_specs()) EXPECT_TRUE(names.count(name)) << name;
+}
+
+// A row's any_input_size is what the model does: it runs at a second input size, or its forward pass fails there.
+// Checked on the smallest model of each family (the others share their family's builder).
+TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoes) {
+  for (const std::string arch : {"mnist_cnn", "resnet18", "resnext50_32x4d", "wide_resnet50_2"}) {
+    const ModelRow& row = model_row(arch);
+    ModelConfig m = arch == "mnist_cnn" ? ModelConfig{} : resnet_config(arch, 1, 3);
+    m.num_classes = 3;
+    auto model = build_model(m, {32, 32, 1});
+    model->eval();
+    torch::NoGradGuard no_grad;
+    EXPECT_EQ(model->forward(torch::zeros({1, 1, 32, 32})).sizes(), (std::vector<int64_t>{1, 3})) << arch;
+    if (row.any_input_size)
+      EXPECT_EQ(model->forward(torch::zeros({1, 1, 48, 40})).sizes(), (std::vector<int64_t>{1, 3})) << arch;
+    else
+      EXPECT_ANY_THROW(model->forward(torch::zeros({1, 1, 48, 40}))) << arch;
+  }
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "support/fixtures.hpp"
-#include "trainer/dist/world.hpp"
+#include "trainer/distributed/world.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

@@ -1,7 +1,8 @@
-// The subcommands behind `trainer`. Each command's file declares its options beside its run_* function and adds
-// itself to the command line with one add_*_command(); main() lists those in one table, parses argv and runs
-// the command that was chosen. A run_* function returns the process exit code and throws trainer::Error for user
-// mistakes.
+// The subcommands behind `trainer`. Each command is one file, src/cli/<name>_command.cpp, holding its options
+// struct, its run_* function and the add_*_command() that puts it on the command line; main.cpp's table lists
+// the add_*_command functions, parses argv and runs the command that was chosen. A run_* function returns the
+// process exit code and throws trainer::Error for user mistakes. This header holds what several commands share:
+// the Command type, the nested commands `bench` adds, and the options one command passes to another.
 //   CLI::App app;  Commands commands;
 //   add_eval_command(app, commands);   ...   app.parse(argc, argv);
 //   for (const Command& c : commands) if (c.app->parsed()) return c.run();
@@ -27,28 +28,10 @@ struct Command {
 // the top level, comes last: the first parsed one is the one the user chose.
 using Commands = std::vector<Command>;
 
-void add_eval_command(CLI::App& app, Commands& commands);
-void add_predict_command(CLI::App& app, Commands& commands);
-void add_plot_command(CLI::App& app, Commands& commands);
-void add_doctor_command(CLI::App& app, Commands& commands);
-void add_config_command(CLI::App& app, Commands& commands);   // config show, config schema
-void add_export_command(CLI::App& app, Commands& commands);
-void add_bench_command(CLI::App& app, Commands& commands);    // bench (--arch or --config), bench data
-void add_train_command(CLI::App& app, Commands& commands);    // the top level: trainer --config / --resume
 void add_data_bench_command(CLI::App& bench, Commands& commands);     // called by add_bench_command
 void add_predict_bench_command(CLI::App& bench, Commands& commands);  // called by add_bench_command
 
-struct TrainArgs {
-  std::string config;                  // --config FILE
-  std::vector<std::string> overrides;  // --set KEY=VALUE, in order
-  std::string resume;                  // --resume CHECKPOINT
-  std::string output_dir;              // --output-dir DIR: the run folder itself
-  bool smoke = false;                  // --smoke
-  int64_t stop_after_epoch = 0;        // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
-  int64_t stop_after_step = 0;         // --stop-after-step N: save and stop after optimizer step N, mid-epoch
-  int64_t nproc_per_node = 0;          // --nproc-per-node N: start N data-parallel processes here (cli/launcher)
-};
-
+// `trainer eval`, also run by `trainer --smoke` on the checkpoint it wrote.
 struct EvalArgs {
   std::string checkpoint;              // --checkpoint FILE
   std::string config;                  // --config FILE: data settings to evaluate on (model must match)
@@ -60,16 +43,7 @@ struct EvalArgs {
   std::string predictions;             // --predictions FILE.csv: one row per image with its top-5
 };
 
-struct ExportArgs {
-  std::string checkpoint;              // --checkpoint FILE
-  std::string output;                  // --output FILE
-  std::string format;                  // --format (default: from the output's extension)
-  bool ema = false;                    // --ema: the checkpoint's EMA weights
-  int64_t opset = 0;                   // --opset N (ONNX; 0: 17)
-  std::string batch = "dynamic";       // --batch dynamic|N (ONNX)
-};
-
-// `trainer bench`: times the training step (forward, loss, backward, SGD update) on random data.
+// `trainer bench` (bench_command.cpp, and config_bench_command.cpp with --config): times the training step (forward, loss, backward, SGD update) on random data.
 struct BenchArgs {
   std::string arch = "resnet50";
   int64_t batch = 16;
@@ -104,54 +78,10 @@ struct DataBenchArgs {
   bool json = false;
 };
 
-// `trainer bench predict`: forward-pass latency of a checkpoint or an exported file on random input.
-struct PredictBenchArgs {
-  std::string checkpoint;              // --checkpoint FILE
-  std::string model;                   // --model FILE (ONNX or TorchScript)
-  int64_t batch = 1;
-  int64_t warmup = 5;
-  int64_t runs = 20;
-  bool json = false;
-};
-
-// `trainer config show`: the resolved config (extends, --set and derived defaults applied) as JSON.
-struct ConfigShowArgs {
-  std::string config;                  // --config FILE
-  std::vector<std::string> overrides;  // --set KEY=VALUE
-};
-
-// `trainer predict`: top-5 classes of image files with a checkpoint's own preprocessing.
-struct PredictArgs {
-  std::string checkpoint;              // --checkpoint FILE
-  std::string model;                   // --model FILE: an exported ONNX or TorchScript file instead
-  std::vector<std::string> images;     // IMAGE...
-  bool json = false;                   // --json: one JSON line
-};
-
-// `trainer doctor`: checks of the runtime, each CUDA device and, with a config, its data and output folder.
-struct DoctorArgs {
-  std::string config;                  // --config FILE (optional)
-  std::vector<std::string> overrides;  // --set KEY=VALUE
-  std::string output_dir;              // --output-dir DIR: the run folder to check (default: run.output_dir/run.name)
-};
-
-// `trainer plot RUN_DIR`: curves.png from the run's metrics.jsonl.
-struct PlotArgs {
-  std::string run_dir;
-};
-
-int run_train(const TrainArgs& args);
-int run_config_show(const ConfigShowArgs& args);
-int run_config_schema();
-int run_predict(const PredictArgs& args);
-int run_plot(const PlotArgs& args);
-int run_doctor(const DoctorArgs& args);
 int run_eval(const EvalArgs& args);
-int run_export(const ExportArgs& args);
 int run_bench(const BenchArgs& args);
 int run_config_bench(const BenchArgs& args);
 int run_data_bench(const DataBenchArgs& args);
-int run_predict_bench(const PredictBenchArgs& args);
 
 // "trainer 0.1.0" and the LibTorch runtime (version, CUDA devices, threads).
 std::string version_text();

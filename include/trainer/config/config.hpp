@@ -1,6 +1,7 @@
 // The typed configuration of a run. Defaults live here and only here (member initializers); every field is
-// declared once in its struct's visit(), which the JSON reader, the resolved-config writer and the
-// validation use. Load one with load_config() (load.hpp).
+// declared and documented once, in its struct's visit(), which the JSON reader, the resolved-config writer, the
+// validation and the schema (`trainer config schema`, configs/schema.json) use. Load one with load_config()
+// (load.hpp).
 #pragma once
 
 #include <cstdint>
@@ -20,18 +21,18 @@ inline const EnumTable<DistBackend>& dist_backends() {
 }
 
 struct RunConfig {
-  std::string name;                 // run folder name; empty: the config file's stem
-  std::string output_dir = "runs";  // run folders are created under it
+  std::string name;
+  std::string output_dir = "runs";
   int64_t seed = 0;
   std::string device = "auto";
-  int64_t threads = 0;              // intra-op threads; 0: all cores
-  bool tensorboard = true;          // event files under RUN_DIR/tb
-  bool plot = true;                 // redraw RUN_DIR/curves.png after every epoch
-  bool cudnn_benchmark = true;      // CUDA: autotune convolution algorithms (training images have one size)
-  bool tf32 = true;                 // CUDA, Ampere and newer: TF32 tensor cores for float32 convs and matmuls
-  bool deterministic = false;       // deterministic algorithms only, for bit-exact GPU reruns and resumes
-  double dist_timeout_s = 1800;     // data-parallel: the longest wait for the other ranks (PyTorch's default)
-  double dist_bucket_mb = 25;       // data-parallel: gradient bucket size (DDP's default)
+  int64_t threads = 0;
+  bool tensorboard = true;
+  bool plot = true;
+  bool cudnn_benchmark = true;
+  bool tf32 = true;
+  bool deterministic = false;
+  double dist_timeout_s = 1800;
+  double dist_bucket_mb = 25;
   DistBackend dist_backend = DistBackend::automatic;
 
   template <class V>
@@ -63,10 +64,13 @@ struct RunConfig {
   }
 };
 
-// The dataset format. Each kind is one row of config/data_kinds.cpp (name, usual normalisation, rules) and one
-// of data/sources.cpp (its reader).
+// The dataset format. Each kind is one row of data/data_kinds.cpp: its usual mean/std, rules and reader.
 enum class DataKind { mnist, imagenet, synthetic };
-const EnumTable<DataKind>& data_kinds();
+inline const EnumTable<DataKind>& data_kinds() {
+  static const EnumTable<DataKind> table{
+      {"mnist", DataKind::mnist}, {"imagenet", DataKind::imagenet}, {"synthetic", DataKind::synthetic}};
+  return table;
+}
 
 // How a crop is resized to the output size. bilinear and bicubic are Pillow's filters, bit for bit (what
 // torchvision uses on PIL images, antialiased when shrinking); nearest is OpenCV's.
@@ -85,7 +89,7 @@ inline const EnumTable<DecodeReduce>& decode_reduce_modes() {
 }
 
 // An automatic augmentation policy (torchvision's AutoAugment, RandAugment, TrivialAugmentWide, AugMix), applied
-// to each training image after the crop and flip. See data/auto_augment.hpp.
+// to each training image after the crop and flip. Each kind is one row of data/auto_augment.cpp.
 enum class AutoAugmentKind { none, imagenet, randaugment, trivialaugment_wide, augmix };
 inline const EnumTable<AutoAugmentKind>& auto_augment_kinds() {
   static const EnumTable<AutoAugmentKind> table{{"none", AutoAugmentKind::none},
@@ -99,16 +103,16 @@ inline const EnumTable<AutoAugmentKind>& auto_augment_kinds() {
 // JSON: a policy name ("randaugment": its defaults) or an object with "name" and the policy's parameters.
 struct AutoAugmentConfig {
   AutoAugmentKind name = AutoAugmentKind::none;
-  int64_t num_ops = 2;              // randaugment
-  int64_t magnitude = 9;            // randaugment: bin index
-  int64_t num_magnitude_bins = 31;  // randaugment, trivialaugment_wide
-  double magnitude_std = 0.0;       // randaugment: timm's Gaussian noise on the magnitude, in bins
-  int64_t severity = 3;             // augmix
-  int64_t mixture_width = 3;        // augmix
-  int64_t chain_depth = -1;         // augmix: -1 draws 1..3 per chain
-  double alpha = 1.0;               // augmix: Dirichlet / Beta parameter
+  int64_t num_ops = 2;
+  int64_t magnitude = 9;
+  int64_t num_magnitude_bins = 31;
+  double magnitude_std = 0.0;
+  int64_t severity = 3;
+  int64_t mixture_width = 3;
+  int64_t chain_depth = -1;
+  double alpha = 1.0;
   Interpolation interpolation = Interpolation::nearest;
-  std::vector<double> fill{0.0};    // 1 or in_channels values, 0..255
+  std::vector<double> fill{0.0};
 
   template <class V>
   void visit(V& v) {
@@ -155,8 +159,8 @@ inline const EnumTable<ErasingValue>& erasing_values() {
 // torchvision's RandomErasing, after normalisation, on the batch (see data/random_erasing.hpp).
 struct RandomErasingConfig {
   double prob = 0.0;
-  std::vector<double> scale{0.02, 0.33};  // erased area as a fraction of the image
-  std::vector<double> ratio{0.3, 3.3};    // aspect ratio (height / width), sampled log-uniformly
+  std::vector<double> scale{0.02, 0.33};
+  std::vector<double> ratio{0.3, 3.3};
   ErasingValue value = ErasingValue::zero;
 
   template <class V>
@@ -164,7 +168,7 @@ struct RandomErasingConfig {
     v.field("prob", prob, "probability that a training image has a rectangle erased; 0 disables",
             Range::between(0, 1));
     v.field("scale", scale, "[min, max] erased area as a fraction of the image");
-    v.field("ratio", ratio, "[min, max] aspect ratio of the erased rectangle");
+    v.field("ratio", ratio, "[min, max] aspect ratio (height / width) of the erased rectangle, sampled log-uniformly");
     v.choice("value", value, erasing_values(), "0 (the normalised mean) or \"random\" (standard normal noise)");
   }
 };
@@ -174,10 +178,10 @@ struct RandomErasingConfig {
 // The pixel augmentations (color_jitter, auto_augment, random_erasing) apply to every data kind's training images.
 struct AugmentConfig {
   int64_t image_size = 224;
-  int64_t eval_crop = 0;                             // 0: image_size (FixRes: train smaller than eval)
-  int64_t eval_resize = 0;                           // 0: round(eval_crop / 0.875), i.e. 256 for 224
-  std::vector<double> scale{0.08, 1.0};              // crop area as a fraction of the image
-  std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};   // crop aspect ratio (width / height), sampled log-uniformly
+  int64_t eval_crop = 0;
+  int64_t eval_resize = 0;
+  std::vector<double> scale{0.08, 1.0};
+  std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};
   double hflip = 0.5;
   Interpolation interpolation = Interpolation::bilinear;
   ColorJitterConfig color_jitter;
@@ -193,7 +197,7 @@ struct AugmentConfig {
     v.field("eval_resize", eval_resize, "eval: shorter side before the center crop (0: eval_crop / 0.875)",
             Range::at_least(0));
     v.field("scale", scale, "train: [min, max] crop area as a fraction of the image");
-    v.field("ratio", ratio, "train: [min, max] crop aspect ratio (width / height)");
+    v.field("ratio", ratio, "train: [min, max] crop aspect ratio (width / height), sampled log-uniformly");
     v.field("hflip", hflip, "train: probability of a horizontal flip", Range::between(0, 1));
     v.choice("interpolation", interpolation, interpolations(), "resampling of the crop to image_size");
     v.section("color_jitter", color_jitter);
@@ -234,26 +238,25 @@ struct SyntheticConfig {
 
 struct DataConfig {
   DataKind kind = DataKind::mnist;
-  std::string root;                        // folder with the dataset files
+  std::string root;
   int64_t batch_size = 64;
   int64_t eval_batch_size = 256;
-  int64_t workers = 2;                     // loader threads; 0 loads on the training thread
+  int64_t workers = 2;
   bool shuffle = true;
-  Switch drop_last = Switch::automatic;    // auto: drop the last partial batch only when a model could not
-                                           // train on it (data/last_batch.hpp)
-  std::vector<double> mean;                // per channel, on the 0..1 scale; empty: the dataset kind's usual
-  std::vector<double> std;                 // values (ImageNet's for imagenet, 0.1307 / 0.3081 otherwise)
-  int64_t limit_train = 0;                 // 0: all images; else an evenly spaced deterministic subset
+  Switch drop_last = Switch::automatic;
+  std::vector<double> mean;
+  std::vector<double> std;
+  int64_t limit_train = 0;
   int64_t limit_eval = 0;
-  int64_t prefetch = 4;                    // batches prepared ahead of the training step
+  int64_t prefetch = 4;
   // data.kind "imagenet": ROOT/train/<wnid>/*, ROOT/val/* + ROOT/val_label.txt (or ROOT/val/<wnid>/*).
   std::string train_dir = "train";
   std::string val_dir = "val";
   std::string val_labels = "val_label.txt";
-  std::string class_names_file;            // optional "wnid name, name" lines: readable class names
-  std::vector<std::string> class_names;    // readable names in class order (any kind); empty: the dataset's
+  std::string class_names_file;
+  std::vector<std::string> class_names;
   DecodeReduce decode_reduce = DecodeReduce::automatic;
-  double max_bad_fraction = 0.001;         // of the images in a split; more unreadable ones stop the run
+  double max_bad_fraction = 0.001;
   AugmentConfig augment;
   RepeatedAugmentationConfig repeated_augmentation;
   SyntheticConfig synthetic;
@@ -271,8 +274,10 @@ struct DataConfig {
              "can train on (2 with BatchNorm)");
     v.field("mean", mean, "per-channel mean for normalisation (0..1 scale); empty: the dataset kind's usual one");
     v.field("std", std, "per-channel standard deviation for normalisation (0..1 scale); empty: as for mean");
-    v.field("limit_train", limit_train, "use only this many training images (0: all)", Range::at_least(0));
-    v.field("limit_eval", limit_eval, "use only this many evaluation images (0: all)", Range::at_least(0));
+    v.field("limit_train", limit_train, "use only this many training images, an evenly spaced subset (0: all)",
+            Range::at_least(0));
+    v.field("limit_eval", limit_eval, "use only this many evaluation images, an evenly spaced subset (0: all)",
+            Range::at_least(0));
     v.field("prefetch", prefetch, "batches the loader keeps ready ahead of the training step", Range::at_least(1));
     v.field("train_dir", train_dir, "imagenet: the train folder under root, one sub-folder per class");
     v.field("val_dir", val_dir, "imagenet: the validation folder under root (flat, or one sub-folder per class)");
@@ -304,14 +309,14 @@ inline const EnumTable<StemKind>& stem_kinds() {
 struct ModelConfig {
   std::string arch = "mnist_cnn";
   int64_t in_channels = 1;
-  int64_t num_classes = 0;  // 0: the training set's class count, set when a run starts
+  int64_t num_classes = 0;
   StemKind stem = StemKind::imagenet;
-  double dropout = 0.0;  // before each fully connected layer
+  double dropout = 0.0;
   bool zero_init_residual = false;
-  bool sync_batchnorm = false;  // data-parallel: BatchNorm statistics over all ranks' images
-  Switch channels_last = Switch::automatic;  // auto: on for ResNets on CUDA
-  std::string init_from;                  // safetensors weights loaded before training
-  std::vector<std::string> init_exclude;  // glob patterns of keys left freshly initialised
+  bool sync_batchnorm = false;
+  Switch channels_last = Switch::automatic;
+  std::string init_from;
+  std::vector<std::string> init_exclude;
 
   template <class V>
   void visit(V& v) {
@@ -330,7 +335,7 @@ struct ModelConfig {
             "SyncBatchNorm), so N ranks train like one process with the global batch; costs two small all-reduces "
             "per BatchNorm layer and step");
     v.choice("channels_last", channels_last, switch_values(),
-             "4-D weights and inputs in channels_last memory format; auto: on for ResNets on CUDA. A start-up "
+             "4-D weights and inputs in channels_last memory format; auto: on on CUDA for every ResNet. A start-up "
              "self-check falls back to contiguous when this LibTorch computes channels_last convolutions wrongly");
     v.field("init_from", init_from, "safetensors file whose weights initialise a new run (fine-tuning)");
     v.field("init_exclude", init_exclude,
@@ -347,13 +352,13 @@ inline const EnumTable<OptimizerKind>& optimizer_kinds() {
 struct OptimConfig {
   OptimizerKind name = OptimizerKind::sgd;
   double lr = 0.01;
-  double lr_per_256 = 0.0;  // > 0: lr = lr_per_256 * global batch / 256 (the linear scaling rule), lr ignored
+  double lr_per_256 = 0.0;
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 0.0;
-  std::vector<double> betas{0.9, 0.999};  // AdamW
-  double eps = 1e-8;                       // AdamW
-  bool decay_norm_and_bias = false;        // false: no weight decay on normalisation weights and biases
+  std::vector<double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  bool decay_norm_and_bias = false;
 
   template <class V>
   void visit(V& v) {
@@ -372,9 +377,15 @@ struct OptimConfig {
   }
 };
 
-// The schedule after warmup. Each kind is one row of config/schedule_kinds.cpp (name, rules, formula).
+// The schedule after warmup. Each kind is one row of optim/schedules.cpp: its rules and formula.
 enum class ScheduleKind { constant, cosine, step, multistep, exponential, polynomial };
-const EnumTable<ScheduleKind>& schedule_kinds();
+inline const EnumTable<ScheduleKind>& schedule_kinds() {
+  static const EnumTable<ScheduleKind> table{{"constant", ScheduleKind::constant},   {"cosine", ScheduleKind::cosine},
+                                             {"step", ScheduleKind::step},           {"multistep", ScheduleKind::multistep},
+                                             {"exponential", ScheduleKind::exponential},
+                                             {"polynomial", ScheduleKind::polynomial}};
+  return table;
+}
 
 enum class WarmupKind { linear, constant };
 inline const EnumTable<WarmupKind>& warmup_kinds() {
@@ -386,23 +397,25 @@ inline const EnumTable<WarmupKind>& warmup_kinds() {
 struct ScheduleConfig {
   ScheduleKind kind = ScheduleKind::cosine;
   WarmupKind warmup = WarmupKind::linear;
-  int64_t warmup_steps = 0;          // takes precedence over warmup_epochs when > 0
+  int64_t warmup_steps = 0;
   double warmup_epochs = 0.0;
-  double warmup_start_factor = 0.1;  // lr factor at step 0 of warmup (the whole warmup for constant)
-  double min_lr = 0.0;               // cosine and polynomial floor
-  double step_epochs = 30.0;         // step: decay every this many epochs
-  std::vector<double> milestones;    // multistep: epochs (after warmup) at which the lr is multiplied by gamma
-  double gamma = 0.1;                // step, multistep: decay factor; exponential: factor per epoch
-  double power = 1.0;                // polynomial
+  double warmup_start_factor = 0.1;
+  double min_lr = 0.0;
+  double step_epochs = 30.0;
+  std::vector<double> milestones;
+  double gamma = 0.1;
+  double power = 1.0;
 
   template <class V>
   void visit(V& v) {
     v.choice("kind", kind, schedule_kinds(), "schedule after warmup");
     v.choice("warmup", warmup, warmup_kinds(),
              "warmup shape: linear from warmup_start_factor to 1, or constant at warmup_start_factor");
-    v.field("warmup_steps", warmup_steps, "warmup length in optimizer steps", Range::at_least(0));
+    v.field("warmup_steps", warmup_steps, "warmup length in optimizer steps (takes precedence over warmup_epochs)",
+            Range::at_least(0));
     v.field("warmup_epochs", warmup_epochs, "warmup length in epochs (if warmup_steps is 0)", Range::at_least(0));
-    v.field("warmup_start_factor", warmup_start_factor, "lr factor at the first warmup step", Range::between(0, 1));
+    v.field("warmup_start_factor", warmup_start_factor,
+            "lr factor at the first warmup step (the whole warmup for constant)", Range::between(0, 1));
     v.field("min_lr", min_lr, "final learning rate of the cosine and polynomial schedules", Range::at_least(0));
     v.field("step_epochs", step_epochs, "step schedule: epochs between decays", Range::greater_than(0));
     v.field("milestones", milestones, "multistep schedule: epochs after warmup at which the lr is multiplied by gamma");
@@ -421,8 +434,8 @@ inline const EnumTable<AmpDtype>& amp_dtypes() {
 struct AmpConfig {
   bool enabled = false;
   AmpDtype dtype = AmpDtype::float16;
-  bool cuda_only = false;  // true: full precision when the run is on CPU (for configs shared by both)
-  Switch eval = Switch::automatic;  // evaluation under autocast too; auto: on CUDA only
+  bool cuda_only = false;
+  Switch eval = Switch::automatic;
   double init_scale = 65536.0;
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
@@ -446,8 +459,8 @@ struct AmpConfig {
 // Mixup and CutMix (timm's semantics): per batch, with probability `prob`, mix the batch with its reverse;
 // when both alphas are set, CutMix is chosen with probability switch_prob. Targets become soft labels.
 struct MixConfig {
-  double mixup_alpha = 0.0;   // 0: no mixup
-  double cutmix_alpha = 0.0;  // 0: no CutMix
+  double mixup_alpha = 0.0;
+  double cutmix_alpha = 0.0;
   double prob = 1.0;
   double switch_prob = 0.5;
 
@@ -466,8 +479,8 @@ struct MixConfig {
 struct EmaConfig {
   bool enabled = false;
   double decay = 0.9999;
-  int64_t every = 1;    // optimizer steps between updates
-  bool warmup = false;  // decay = min(decay, (1 + updates) / (10 + updates)), for short runs
+  int64_t every = 1;
+  bool warmup = false;
 
   template <class V>
   void visit(V& v) {
@@ -487,16 +500,16 @@ inline const EnumTable<BestMetric>& best_metrics() {
 
 struct TrainConfig {
   int64_t epochs = 10;
-  int64_t log_every = 50;               // optimizer steps between log lines and metrics rows
-  int64_t eval_every = 1;               // epochs between evaluations (the last epoch is always evaluated)
-  int64_t checkpoint_every = 1;         // epochs between last.pt writes (the last epoch is always saved)
-  int64_t checkpoint_every_steps = 0;   // also every this many optimizer steps (0: only per epoch)
-  int64_t keep_last = 2;                // step checkpoints kept (step-N.pt)
-  int64_t keep_every_epochs = 0;        // also keep epoch-E.pt every this many epochs (0: none)
+  int64_t log_every = 50;
+  int64_t eval_every = 1;
+  int64_t checkpoint_every = 1;
+  int64_t checkpoint_every_steps = 0;
+  int64_t keep_last = 2;
+  int64_t keep_every_epochs = 0;
   BestMetric best_metric = BestMetric::top1;
   double label_smoothing = 0.0;
-  int64_t accumulate_steps = 1;         // micro-batches per optimizer step
-  double clip_grad_norm = 0.0;          // 0: no clipping
+  int64_t accumulate_steps = 1;
+  double clip_grad_norm = 0.0;
   AmpConfig amp;
   MixConfig mix;
   EmaConfig ema;
@@ -504,9 +517,11 @@ struct TrainConfig {
   template <class V>
   void visit(V& v) {
     v.field("epochs", epochs, "training epochs", Range::at_least(1));
-    v.field("log_every", log_every, "optimizer steps between log lines", Range::at_least(1));
-    v.field("eval_every", eval_every, "epochs between evaluations", Range::at_least(1));
-    v.field("checkpoint_every", checkpoint_every, "epochs between checkpoints", Range::at_least(1));
+    v.field("log_every", log_every, "optimizer steps between log lines and metrics rows", Range::at_least(1));
+    v.field("eval_every", eval_every, "epochs between evaluations (the last epoch is always evaluated)",
+            Range::at_least(1));
+    v.field("checkpoint_every", checkpoint_every, "epochs between last.pt writes (the last epoch is always saved)",
+            Range::at_least(1));
     v.field("checkpoint_every_steps", checkpoint_every_steps,
             "also write last.pt and step-N.pt every this many optimizer steps (0: per epoch only)", Range::at_least(0));
     v.field("keep_last", keep_last, "step checkpoints (step-N.pt) to keep", Range::at_least(1));

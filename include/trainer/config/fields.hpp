@@ -53,19 +53,13 @@ const std::string& enum_name(const EnumTable<E>& table, E value) {
   throw std::logic_error("enum value without a name in its table");
 }
 
-// Component tables (data kinds, schedules) are rows with a `name` and an enum `kind`: the row of a kind, and the
-// EnumTable the config parser reads the kind's name with.
+// Component tables (data kinds, schedules, augmentation policies) are rows keyed by an enum `kind`: the row of a
+// kind. Every kind has exactly one row (each table's test checks it against the enum's name table).
 template <class Row, class E>
 const Row& row_of(const std::vector<Row>& rows, E kind) {
   for (const auto& row : rows)
     if (row.kind == kind) return row;
   throw std::logic_error("enum value without a row in its table");
-}
-template <class Row>
-auto enum_table_of(const std::vector<Row>& rows) {
-  EnumTable<decltype(Row::kind)> table;
-  for (const auto& row : rows) table.emplace_back(row.name, row.kind);
-  return table;
 }
 
 // The table's names in order: the choices of a config key or a command-line option.

@@ -12,6 +12,8 @@
 
 #include <opencv2/core.hpp>
 
+#include <vector>
+
 #include "trainer/config/config.hpp"
 #include "trainer/data/augment_ops.hpp"
 #include "trainer/util/hash.hpp"
@@ -24,10 +26,33 @@ struct ChosenOp {
   double magnitude = 0.0;
 };
 
+// One row per data.augment.auto_augment.name: the policy's op table and how it draws and applies ops. A new
+// policy is one AutoAugmentKind value with its name (config/config.hpp) and one row in auto_augment.cpp.
+struct PolicyRow {
+  AutoAugmentKind kind;
+  // torchvision's _augmentation_space of the policy (null: none, which applies nothing).
+  std::vector<OpSpace> (*space)(int64_t num_bins, int64_t height, int64_t width) = nullptr;
+  // Magnitude bins the policy always uses (AutoAugment and AugMix: 10); 0: auto_augment.num_magnitude_bins.
+  int64_t fixed_bins = 0;
+  // One draw of a single-chain policy: the ops applied to an image, in order (null: none and augmix).
+  std::vector<ChosenOp> (*choose)(const AutoAugmentConfig& c, const std::vector<OpSpace>& space, SplitMix64& rng) =
+      nullptr;
+  // A policy that mixes several chains (augmix); null: the chosen ops applied one after another.
+  void (*apply)(const AutoAugmentConfig& c, const OpSettings& settings, const std::vector<OpSpace>& space,
+                cv::Mat& image, SplitMix64& rng) = nullptr;
+};
+
+const std::vector<PolicyRow>& policy_rows();
+const PolicyRow& policy_row(AutoAugmentKind kind);
+
+// The policy's op table for an image of height x width (`num_bins` unless the policy fixes its own); empty for
+// none.
+std::vector<OpSpace> augmentation_space(AutoAugmentKind kind, int64_t num_bins, int64_t height, int64_t width);
+
 class AutoAugmentPolicy {
  public:
   explicit AutoAugmentPolicy(const AutoAugmentConfig& config);
-  bool active() const { return config_.name != AutoAugmentKind::none; }
+  bool active() const { return row_->space != nullptr; }
   void apply(cv::Mat& image, SplitMix64& rng) const;
 
   // The ops one draw of a single-chain policy (imagenet, randaugment, trivialaugment_wide) applies to an image of
@@ -35,9 +60,10 @@ class AutoAugmentPolicy {
   std::vector<ChosenOp> choose(int64_t height, int64_t width, SplitMix64& rng) const;
 
  private:
-  void apply_augmix(cv::Mat& image, SplitMix64& rng) const;
+  std::vector<OpSpace> space(int64_t height, int64_t width) const;
 
   AutoAugmentConfig config_;
+  const PolicyRow* row_;
   OpSettings settings_;
 };
 

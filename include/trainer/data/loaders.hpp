@@ -1,6 +1,7 @@
 // The loaders a run reads through: LibTorch's DataLoader over a BatchDataset and an EpochSampler. Training,
 // evaluation and the benchmarks all build theirs here, so a benchmark reads exactly what a run reads.
-//   auto loader = make_train_loader(source, config.data, drop_last, seed, epoch, /*start_batch=*/0, pin_memory, bad);
+//   TrainLoaderOptions o;  o.seed = seed;  o.epoch = epoch;  o.bad = bad;
+//   auto loader = make_train_loader(source, config.data, o);
 //   for_each_batch(*loader, [&](ImageBatch& b) { ...; return true; });   // false stops early
 //   auto eval = make_eval_loader(source, /*batch_size=*/256, /*workers=*/2, /*prefetch=*/4, pin_memory, bad);
 #pragma once
@@ -23,13 +24,20 @@ std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, 
 // (data.drop_last resolved by last_batch_rule(), data/last_batch.hpp).
 size_t train_batches_per_epoch(size_t images, const DataConfig& data, bool drop_last);
 
-// The training loader for epoch `epoch`, from batch `start_batch` on (a resumed epoch): order and augmentation
-// are functions of (seed, epoch, index); an unreadable image is recorded in `bad` and replaced. Data-parallel
-// rank `rank` of `world` reads its share of every global batch.
+struct TrainLoaderOptions {
+  bool drop_last = false;           // data.drop_last as last_batch_rule() resolved it
+  uint64_t seed = 0;                // run.seed: order and augmentation are functions of (seed, epoch, index)
+  int64_t epoch = 0;
+  size_t start_batch = 0;           // > 0: a resumed epoch continues from this batch
+  bool pin_memory = false;          // CUDA: batches in page-locked memory, for copies that overlap compute
+  std::shared_ptr<BadSamples> bad;  // unreadable images are recorded here and replaced (null: they throw)
+  size_t rank = 0;                  // data-parallel: this rank reads its share of every global batch
+  size_t world = 1;
+};
+
+// The training loader of one epoch over `source`, batched and augmented as `data` says.
 std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> source, const DataConfig& data,
-                                          bool drop_last, uint64_t seed, int64_t epoch, size_t start_batch,
-                                          bool pin_memory, std::shared_ptr<BadSamples> bad, size_t rank = 0,
-                                          size_t world = 1);
+                                          const TrainLoaderOptions& options);
 
 // The eval loader: every image once, in order; an unreadable image is recorded in `bad` and left out of the
 // figures (kDroppedLabel), or throws without `bad`.

@@ -22,15 +22,16 @@ using Metadata = std::map<std::string, std::string>;
 
 constexpr int64_t kDefaultOnnxOpset = 17;  // what --opset 0 (not given) means
 
+// What a format serializes. The tensors are handles to the model's own (no copy of their data).
 struct ExportRequest {
-  const LayerGraph& graph;        // the model's inference_graph()
-  const NamedTensors& parameters;  // under their state-dict names: CPU, contiguous float32
-  const NamedTensors& buffers;     // running statistics, num_batches_tracked
-  const Metadata& metadata;        // text keys and values (lists and objects as JSON text)
-  ImageShape input;           // C, H, W the model was trained on
+  LayerGraph graph;         // the model's inference_graph()
+  NamedTensors parameters;  // under their state-dict names: CPU, contiguous float32
+  NamedTensors buffers;     // running statistics, num_batches_tracked
+  Metadata metadata;        // text keys and values (lists and objects as JSON text)
+  ImageShape input;         // C, H, W the model was trained on
   int64_t num_classes = 0;
-  int64_t opset = 0;          // ONNX operator set (0: kDefaultOnnxOpset)
-  int64_t batch = 0;          // fixed batch size (0: dynamic)
+  int64_t opset = 0;        // ONNX operator set (0: kDefaultOnnxOpset)
+  int64_t batch = 0;        // fixed batch size (0: dynamic)
 };
 
 // An exported file opened for inference: its metadata and a Classifier whose forward runs the file (on the CPU).
@@ -45,6 +46,7 @@ struct ExportFormat {
   std::string metadata_where;           // where a deployer finds the metadata, for export's report
   bool needs_graph = false;             // writes the forward pass, not only the weights
   bool takes_opset_and_batch = false;   // --opset and --batch apply (ONNX)
+  bool available = true;                // false: this build lacks what the format needs (serialize/open say what)
   std::function<std::string(const ExportRequest&)> serialize;
   // Opens bytes this format wrote (`source` names them in errors); empty for a format that holds weights only.
   std::function<DeployedModel(const std::string& bytes, const std::string& source)> open;

@@ -13,7 +13,7 @@
 #include "trainer/data/batch_dataset.hpp"
 #include "trainer/data/image_source.hpp"
 #include "trainer/data/model_input.hpp"
-#include "trainer/dist/collectives.hpp"
+#include "trainer/distributed/collectives.hpp"
 #include "trainer/models/classifier.hpp"
 
 namespace trainer {

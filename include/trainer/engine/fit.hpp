@@ -19,6 +19,13 @@ struct FitLimits {
   std::optional<int64_t> step;
 };
 
+// Why a run stopped mid-epoch: a signal (SIGINT or SIGTERM, after saving last.pt) or FitLimits::step.
+struct StopReason {
+  enum class Kind { signal, step_limit };
+  Kind kind = Kind::signal;
+  int signal_number = 0;  // with Kind::signal
+};
+
 struct FitResult {
   TrainState state;
   std::optional<EvalResult> last_eval;

@@ -13,11 +13,12 @@
 #include "trainer/config/config.hpp"
 #include "trainer/data/bad_samples.hpp"
 #include "trainer/data/image_source.hpp"
+#include "trainer/data/loaders.hpp"
 #include "trainer/data/model_input.hpp"
-#include "trainer/dist/collectives.hpp"
-#include "trainer/dist/grad_reducer.hpp"
+#include "trainer/distributed/collectives.hpp"
+#include "trainer/distributed/grad_reducer.hpp"
 #include "trainer/engine/loss_scaler.hpp"
-#include "trainer/engine/train_step.hpp"
+#include "trainer/engine/step.hpp"
 #include "trainer/engine/weight_ema.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/metrics_sink.hpp"
@@ -52,7 +53,7 @@ struct Session {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradReducer> reducer;  // data-parallel runs: averages the gradients over the ranks
   Normalization norm;            // data.mean / data.std on the model's device
-  StepOptions step;              // precision, accumulation, clipping
+  StepOptions step_options;      // precision, accumulation, clipping (the counter is state.step)
   LossScaler scaler;             // enabled for float16 autocast
   std::unique_ptr<WeightEma> ema;  // with train.ema.enabled
   TrainState state;
@@ -70,6 +71,10 @@ Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs,
 // Data-parallel runs: every rank takes rank 0's BatchNorm statistics (model and EMA), as DDP's buffer broadcast
 // does, so evaluation shards see one model. A no-op in a single process.
 void sync_buffers(Session& session);
+
+// The session's training loader for `epoch`, from batch `start_batch` on: its data, seed, drop_last rule, bad-image
+// record, pinned memory on CUDA and this rank's share.
+std::unique_ptr<Loader> make_train_loader(const Session& session, int64_t epoch, size_t start_batch = 0);
 
 // Applies run.threads (0: all cores) to LibTorch's intra-op pool.
 void apply_threads(const RunConfig& run);

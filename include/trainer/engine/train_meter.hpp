@@ -10,8 +10,8 @@
 
 #include <torch/types.h>
 
-#include "trainer/dist/collectives.hpp"
-#include "trainer/engine/run_step.hpp"
+#include "trainer/distributed/collectives.hpp"
+#include "trainer/engine/step.hpp"
 #include "trainer/io/metrics_sink.hpp"
 #include "trainer/util/clock.hpp"
 

@@ -57,7 +57,7 @@ struct CheckpointMeta : TrainState {
   }
 };
 
-// Every rank's generator states in a data-parallel run (dist/rank_generators): row r is rank r's. `cuda` holds
+// Every rank's generator states in a data-parallel run (distributed/rank_generators): row r is rank r's. `cuda` holds
 // each rank's own device's state and is undefined on the CPU.
 struct GeneratorRows {
   torch::Tensor cpu, cuda;

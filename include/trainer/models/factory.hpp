@@ -1,7 +1,10 @@
-// The table from model.arch to a constructor. An unknown name is a ConfigError listing the valid ones.
+// The table of models: one row per model.arch with its constructor and the properties the rest of the program
+// asks about (default layout, input sizes). No code outside this table looks at an arch's name.
+//   const ModelRow& row = model_row(config.model.arch);   // ConfigError listing the valid names when unknown
 //   ClassifierPtr m = build_model(config.model, source->shape());
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,14 +14,26 @@
 
 namespace trainer {
 
+struct ModelRow {
+  std::string name;
+  // Parameters are initialised from LibTorch's default generator; the builder may throw ConfigError for keys that
+  // do not apply to the model.
+  std::function<ClassifierPtr(const ModelConfig&, const ImageShape&)> build;
+  // model.channels_last auto turns channels_last on for this model on CUDA, where its convolutions then run the
+  // tensor-core kernels without layout conversions.
+  bool channels_last_on_cuda = false;
+  // The model takes any image size (it ends in adaptive pooling), so eval images may be larger than training
+  // images (FixRes); false: the classifier is sized for one input.
+  bool any_input_size = false;
+};
+
+// In the order they are listed to users.
+const std::vector<ModelRow>& model_rows();
 std::vector<std::string> model_names();
 
-// Throws ConfigError for an unknown model.arch; call it before loading data to fail fast.
-void check_model_arch(const ModelConfig& model);
-
-// Whether the model takes any image size (ResNets end in adaptive pooling), so eval images may be larger than
-// training images (FixRes); mnist_cnn's classifier is sized for one input.
-bool accepts_any_input_size(const ModelConfig& model);
+// Throws ConfigError for an unknown model.arch (with the closest name and the valid ones); call it before loading
+// data to fail fast.
+const ModelRow& model_row(const std::string& arch);
 
 // Parameters are initialised from LibTorch's default generator: seed it first for a reproducible start.
 ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input);

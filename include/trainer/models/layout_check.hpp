@@ -26,8 +26,8 @@ struct KernelLayout {
   std::string warning;         // non-empty when the request was overridden: which layout, and why
 };
 
-// model.channels_last resolved for a device: auto is on for ResNets on CUDA (where channels_last runs the
-// tensor-core kernels), off elsewhere.
+// model.channels_last resolved for a device: auto is on on CUDA for the models whose row says so (every ResNet,
+// wide and ResNeXt included), off elsewhere.
 bool wants_channels_last(const ModelConfig& model, const torch::Device& device);
 
 // max |output - reference| / max |reference| of one candidate layout; mkldnn false runs with oneDNN off.

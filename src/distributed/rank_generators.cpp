@@ -1,4 +1,4 @@
-#include "trainer/dist/rank_generators.hpp"
+#include "trainer/distributed/rank_generators.hpp"
 
 #include <torch/torch.h>
 

@@ -1,9 +1,11 @@
-#include "trainer/config/schedule_kinds.hpp"
+#include "trainer/optim/schedules.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include "trainer/config/kind_rules.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 
@@ -43,21 +45,24 @@ double polynomial(const ScheduleConfig& s, double base, const AfterWarmup& at) {
 
 const std::vector<ScheduleRow>& schedule_rows() {
   static const std::vector<ScheduleRow> rows{
-      {"constant", ScheduleKind::constant, false, nullptr, constant},
-      {"cosine", ScheduleKind::cosine, true, nullptr, cosine},
-      {"step", ScheduleKind::step, false, nullptr, step},
-      {"multistep", ScheduleKind::multistep, false, needs_milestones, multistep},
-      {"exponential", ScheduleKind::exponential, false, nullptr, exponential},
-      {"polynomial", ScheduleKind::polynomial, true, nullptr, polynomial},
+      {ScheduleKind::constant, false, nullptr, constant},
+      {ScheduleKind::cosine, true, nullptr, cosine},
+      {ScheduleKind::step, false, nullptr, step},
+      {ScheduleKind::multistep, false, needs_milestones, multistep},
+      {ScheduleKind::exponential, false, nullptr, exponential},
+      {ScheduleKind::polynomial, true, nullptr, polynomial},
   };
   return rows;
 }
 
 const ScheduleRow& schedule_row(ScheduleKind kind) { return row_of(schedule_rows(), kind); }
 
-const EnumTable<ScheduleKind>& schedule_kinds() {
-  static const EnumTable<ScheduleKind> table = enum_table_of(schedule_rows());
-  return table;
+void check_schedule_kind(const Config& c) {
+  const ScheduleRow& row = schedule_row(c.schedule.kind);
+  if (row.decays_to_min_lr && c.schedule.min_lr > base_learning_rate(c))
+    throw ConfigError("schedule.min_lr: expected a value <= the base learning rate (" +
+                      format_number(base_learning_rate(c)) + "), got " + format_number(c.schedule.min_lr));
+  if (row.check) row.check(c.schedule);
 }
 
 }  // namespace trainer

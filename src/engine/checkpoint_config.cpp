@@ -1,8 +1,9 @@
-#include "trainer/cli/checkpoint_config.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 
 #include <algorithm>
 
 #include "trainer/config/load.hpp"
+#include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -50,6 +51,17 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
       throw CheckpointError(checkpoint.path().string() + " cannot continue with " + change.describe() +
                             " (the model, optim.name and data.kind cannot change on resume; start a new run instead)");
   return result;
+}
+
+ClassifierPtr model_from_checkpoint(const LoadedCheckpoint& checkpoint, const ModelConfig& model,
+                                    const ImageShape& input, bool ema) {
+  auto built = build_model(model, input);
+  if (!ema) {
+    checkpoint.restore_model(*built);
+  } else if (!checkpoint.restore_ema(*built)) {
+    throw CheckpointError(checkpoint.path().string() + ": holds no EMA weights (the run had train.ema.enabled false)");
+  }
+  return built;
 }
 
 }  // namespace trainer

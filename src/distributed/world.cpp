@@ -1,4 +1,4 @@
-#include "trainer/dist/world.hpp"
+#include "trainer/distributed/world.hpp"
 
 #include <cctype>
 
@@ -10,7 +10,10 @@ namespace {
 
 constexpr int kDefaultPort = 29500;  // torchrun's
 
-int64_t integer(const EnvironmentLookup& env, const std::string& name, int64_t fallback, int64_t low, int64_t high) {
+}  // namespace
+
+int64_t environment_integer(const EnvironmentLookup& env, const std::string& name, int64_t fallback, int64_t low,
+                            int64_t high) {
   const auto text = env(name);
   if (!text) return fallback;
   size_t used = 0;
@@ -28,12 +31,19 @@ int64_t integer(const EnvironmentLookup& env, const std::string& name, int64_t f
   return value;
 }
 
+std::optional<int> master_port(const EnvironmentLookup& env) {
+  if (!env("MASTER_PORT")) return std::nullopt;
+  return static_cast<int>(environment_integer(env, "MASTER_PORT", 0, 1, 65535));
+}
+
+namespace {
+
 // SLURM_NTASKS_PER_NODE reads "8" or "8(x4)" or "8(x2),4": the first node's count.
 int64_t first_count(const EnvironmentLookup& env, const std::string& name, int64_t fallback) {
   const auto text = env(name);
   if (!text) return fallback;
   const std::string head = text->substr(0, text->find_first_of("(,"));
-  return integer([&](const std::string&) { return std::optional<std::string>(head); }, name, fallback, 1, 1 << 20);
+  return environment_integer([&](const std::string&) { return std::optional<std::string>(head); }, name, fallback, 1, 1 << 20);
 }
 
 }  // namespace
@@ -61,19 +71,19 @@ World world_from_environment(const EnvironmentLookup& env) {
   constexpr int64_t kMaxWorld = 1 << 20;
   if (env("WORLD_SIZE")) {
     w.launcher = "torchrun";
-    w.size = integer(env, "WORLD_SIZE", 1, 1, kMaxWorld);
-    w.rank = integer(env, "RANK", 0, 0, w.size - 1);
-    w.local_size = integer(env, "LOCAL_WORLD_SIZE", 1, 1, w.size);
-    w.local_rank = integer(env, "LOCAL_RANK", 0, 0, w.local_size - 1);
+    w.size = environment_integer(env, "WORLD_SIZE", 1, 1, kMaxWorld);
+    w.rank = environment_integer(env, "RANK", 0, 0, w.size - 1);
+    w.local_size = environment_integer(env, "LOCAL_WORLD_SIZE", 1, 1, w.size);
+    w.local_rank = environment_integer(env, "LOCAL_RANK", 0, 0, w.local_size - 1);
     w.master_addr = env("MASTER_ADDR").value_or("");
     w.agent_store = env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
-    w.restart_count = integer(env, "TORCHELASTIC_RESTART_COUNT", 0, 0, kMaxWorld);
+    w.restart_count = environment_integer(env, "TORCHELASTIC_RESTART_COUNT", 0, 0, kMaxWorld);
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     w.launcher = "slurm";
-    w.size = integer(env, "SLURM_NTASKS", 1, 1, kMaxWorld);
-    w.rank = integer(env, "SLURM_PROCID", 0, 0, w.size - 1);
+    w.size = environment_integer(env, "SLURM_NTASKS", 1, 1, kMaxWorld);
+    w.rank = environment_integer(env, "SLURM_PROCID", 0, 0, w.size - 1);
     w.local_size = first_count(env, "SLURM_NTASKS_PER_NODE", 1);
-    w.local_rank = integer(env, "SLURM_LOCALID", 0, 0, kMaxWorld);
+    w.local_rank = environment_integer(env, "SLURM_LOCALID", 0, 0, kMaxWorld);
     w.master_addr = env("MASTER_ADDR").value_or("");
     if (w.master_addr.empty()) {
       const auto nodes = env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_JOB_NODELIST");
@@ -82,7 +92,7 @@ World world_from_environment(const EnvironmentLookup& env) {
   } else {
     return w;
   }
-  w.port = static_cast<int>(integer(env, "MASTER_PORT", kDefaultPort, 1, 65535));
+  w.port = static_cast<int>(environment_integer(env, "MASTER_PORT", kDefaultPort, 1, 65535));
   if (w.distributed() && w.master_addr.empty())
     throw UsageError("environment: " + std::string(w.launcher == "slurm" ? "SLURM_NTASKS" : "WORLD_SIZE") + "=" +
                      std::to_string(w.size) + " but MASTER_ADDR is not set: set MASTER_ADDR and MASTER_PORT to the " +

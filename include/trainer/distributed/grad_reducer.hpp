@@ -12,7 +12,7 @@
 #include <functional>
 #include <vector>
 
-#include "trainer/dist/collectives.hpp"
+#include "trainer/distributed/collectives.hpp"
 
 namespace trainer {
 

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "trainer/dist/collectives.hpp"
+#include "trainer/distributed/collectives.hpp"
 #include "trainer/io/checkpoint.hpp"
 
 namespace trainer {

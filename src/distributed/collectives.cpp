@@ -1,4 +1,4 @@
-#include "trainer/dist/collectives.hpp"
+#include "trainer/distributed/collectives.hpp"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "trainer/dist/collectives.hpp"
+#include "trainer/distributed/collectives.hpp"
 
 namespace trainer {
 

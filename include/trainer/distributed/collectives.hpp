@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "trainer/config/config.hpp"
-#include "trainer/dist/world.hpp"
+#include "trainer/distributed/world.hpp"
 
 namespace trainer {
 

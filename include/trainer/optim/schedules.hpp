@@ -1,13 +1,12 @@
-// The learning-rate schedules after warmup, one row each: the name schedule.kind takes, whether it decays to
-// schedule.min_lr, what else its keys must satisfy, and its rate as a pure function of the steps since warmup.
-// lr_at() (optim/schedule.hpp) adds the warmup; the config parser checks each row's rules. A new schedule is one
-// ScheduleKind value and one row in schedule_kinds.cpp.
+// The learning-rate schedules after warmup, one row each: whether it decays to schedule.min_lr, what else its keys
+// must satisfy, and its rate as a pure function of the steps since warmup. lr_at() (optim/schedule.hpp) adds the
+// warmup; the config reader checks each row's rules (config/kind_rules.hpp). A new schedule is one ScheduleKind
+// value with its name (config/config.hpp) and one row in schedules.cpp.
 //   const ScheduleRow& row = schedule_row(config.schedule.kind);
 //   double lr = row.lr(config.schedule, base_lr, {t, span, steps_per_epoch});
 #pragma once
 
 #include <algorithm>
-#include <string>
 #include <vector>
 
 #include "trainer/config/config.hpp"
@@ -24,7 +23,6 @@ struct AfterWarmup {
 };
 
 struct ScheduleRow {
-  std::string name;
   ScheduleKind kind;
   bool decays_to_min_lr = false;  // schedule.min_lr is its floor, so it must not exceed the base rate
   // Throws ConfigError when the schedule's own keys are unusable (null: no rules beyond the field ranges).

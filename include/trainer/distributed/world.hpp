@@ -37,6 +37,14 @@ using EnvironmentLookup = std::function<std::optional<std::string>(const std::st
 // several processes without a master address.
 World world_from_environment(const EnvironmentLookup& env);
 
+// The whole number in variable `name` (`fallback` when unset); UsageError naming the variable when it is not a
+// number or lies outside [low, high].
+int64_t environment_integer(const EnvironmentLookup& env, const std::string& name, int64_t fallback, int64_t low,
+                            int64_t high);
+
+// MASTER_PORT when set (1 .. 65535, checked as above).
+std::optional<int> master_port(const EnvironmentLookup& env);
+
 // The first host of a SLURM node list: "gpu[07-09,12],cpu01" -> "gpu07", "a,b" -> "a".
 std::string first_slurm_host(const std::string& nodelist);
 

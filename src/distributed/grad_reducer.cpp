@@ -1,4 +1,4 @@
-#include "trainer/dist/grad_reducer.hpp"
+#include "trainer/distributed/grad_reducer.hpp"
 
 #include <torch/torch.h>
 

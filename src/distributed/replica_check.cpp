@@ -1,4 +1,4 @@
-#include "trainer/dist/replica_check.hpp"
+#include "trainer/distributed/replica_check.hpp"
 
 #include <torch/torch.h>
 

@@ -1,0 +1,41 @@
+// The dataset formats, one row each: the normalisation its images usually get, what its keys must satisfy, its
+// reader, and the properties the rest of the program asks about. A new format is one DataKind value with its
+// name (config/config.hpp), one row in data_kinds.cpp and the file of its ImageSource.
+//   auto train = make_source(config, Split::train);
+//   if (data_kind_row(config.data.kind).image_files) ...
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "trainer/config/config.hpp"
+#include "trainer/data/image_source.hpp"
+
+namespace trainer {
+
+// train_unaugmented: the training images with the eval transform (`trainer eval --split train`).
+enum class Split { train, eval, train_unaugmented };
+
+struct DataKindRow {
+  DataKind kind;
+  std::vector<double> mean;  // data.mean when the config leaves it empty (0..1 scale)
+  std::vector<double> std;
+  // Throws ConfigError when the config cannot describe this kind of dataset (null: no rules).
+  void (*check)(const Config& c) = nullptr;
+  // Opens one split (limits and class names are applied by make_source). Throws DataError for missing or
+  // malformed files.
+  std::shared_ptr<const ImageSource> (*open)(const Config& c, Split split) = nullptr;
+  // Its samples are image files of any size read by the image-folder reader: a single image file (predict, an
+  // exported model's metadata) gets the run's eval transform (resize, center crop), and `bench data
+  // --decode-only` can time the files' decode. false: images of the model's input size.
+  bool image_files = false;
+};
+
+const std::vector<DataKindRow>& data_kind_rows();
+const DataKindRow& data_kind_row(DataKind kind);
+
+// Reads config.data (and model.num_classes / in_channels, run.seed). Applies data.limit_train / data.limit_eval.
+// Throws DataError for missing or malformed files.
+std::shared_ptr<const ImageSource> make_source(const Config& config, Split split);
+
+}  // namespace trainer
