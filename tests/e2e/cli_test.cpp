@@ -43,7 +43,7 @@ TEST(Cli, UsageErrorsExitWith2) {
   // An existing config, so the malformed --set is what stops the run.
   const auto set = trainer_cli("--config " TRAINER_SOURCE_DIR "/configs/mnist_cnn.json --set optim.lr");
   EXPECT_EQ(set.exit_code, 2);
-  EXPECT_EQ(set.output, "error: --set expects KEY=VALUE (for example optim.lr=0.1), got \"optim.lr\"\n");
+  EXPECT_EQ(set.output, "error: usage: --set expects KEY=VALUE (for example optim.lr=0.1), got \"optim.lr\"\n");
 }
 
 TEST(Cli, BadConfigIsOneLineAndExit2) {

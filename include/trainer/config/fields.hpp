@@ -4,8 +4,8 @@
 //     v.choice("kind", kind, schedule_kinds(), "schedule after warmup");
 //     v.section("run", run);
 //   }
-// The same table drives reading (json_fields.hpp), writing the resolved config, and later the schema,
-// so the parser, the saved config and the docs cannot drift apart.
+// The same table drives reading (json_fields.hpp), writing the resolved config and the JSON Schema (schema.hpp),
+// so the parser, the saved config and the docs cannot drift apart. Its text is the key's one description.
 #pragma once
 
 #include <optional>

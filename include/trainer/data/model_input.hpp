@@ -1,7 +1,7 @@
 // The device side of the data flow: a uint8 NHWC batch from the loader becomes the model's float input on the
 // model's device, normalised per channel, contiguous or channels_last.
 //   const Normalization norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, device);
-//   torch::Tensor x = to_model_input(batch.images, norm, c.model.channels_last);
+//   torch::Tensor x = to_model_input(batch.images, norm, session.layout.channels_last);
 #pragma once
 
 #include <torch/types.h>

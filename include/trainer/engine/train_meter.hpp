@@ -3,7 +3,7 @@
 // the epoch so far, which absorbs each interval as it closes. Losses and hits stay on the device until an
 // interval or the epoch is closed, so a step never waits for the GPU.
 //   TrainMeter meter(device, state.step + 1);
-//   meter.add_micro_batch(trained, waited_s, compute_s);   ... meter.end_step(update, update_s, state.step + 1);
+//   meter.add_micro_batch(trained, waited_s, compute_s);   ...   meter.end_step(update, update_s);
 //   if (state.step % log_every == 0) { TrainFigures f = meter.close_interval(state.step + 1); write(train_row(...)); }
 //   TrainFigures epoch = meter.close_epoch();
 #pragma once
