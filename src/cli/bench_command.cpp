@@ -1,5 +1,5 @@
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -71,27 +71,35 @@ int run_bench(const BenchArgs& a) {
   const double images_per_s = 1000.0 * static_cast<double>(a.batch) / med;
   const CudaMemory gpu_memory = cuda_peak_memory(device);
   if (a.json) {
-    nlohmann::json j = {{"impl", "trainer"},       {"arch", a.arch},
-                              {"batch", a.batch},        {"size", a.size},
-                              {"channels_last", layout.channels_last}, {"threads", torch::get_num_threads()},
-                              {"precision", describe_precision(options)}, {"loss_scaler", scaler.enabled()},
-                              {"clip", a.clip},          {"ema", a.ema},
-                              {"device", device.str()},  {"step_ms_median", med},
-                              {"step_ms", step_ms},      {"images_per_s", images_per_s},
-                              {"peak_rss_mib", peak_rss_mib()}};
+    nlohmann::json j = {{"impl", "trainer"},
+                        {"arch", a.arch},
+                        {"batch", a.batch},
+                        {"size", a.size},
+                        {"channels_last", layout.channels_last},
+                        {"threads", torch::get_num_threads()},
+                        {"precision", describe_precision(options)},
+                        {"loss_scaler", scaler.enabled()},
+                        {"clip", a.clip},
+                        {"ema", a.ema},
+                        {"device", device.str()},
+                        {"step_ms_median", med},
+                        {"step_ms", step_ms},
+                        {"images_per_s", images_per_s},
+                        {"peak_rss_mib", peak_rss_mib()}};
     if (gpu_memory.known) {
       j["cuda_peak_allocated_mib"] = gpu_memory.peak_allocated_mib;
       j["cuda_peak_reserved_mib"] = gpu_memory.peak_reserved_mib;
     }
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s batch %lld at %lldpx, channels_last %s, %s%s%s%s, %d threads on %s: median step %.1f ms over "
-                "%lld steps (%.1f img/s), peak RSS %.0f MiB\n",
-                a.arch.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.size),
-                layout.channels_last ? "on" : "off", describe_precision(options).c_str(),
-                scaler.enabled() && !options.uses_scaler() ? " + loss scaler" : "", a.clip > 0 ? " + clipping" : "",
-                a.ema ? " + EMA" : "", torch::get_num_threads(), device.str().c_str(), med,
-                static_cast<long long>(a.steps), images_per_s, peak_rss_mib());
+    std::printf(
+        "%s batch %lld at %lldpx, channels_last %s, %s%s%s%s, %d threads on %s: median step %.1f ms over "
+        "%lld steps (%.1f img/s), peak RSS %.0f MiB\n",
+        a.arch.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.size),
+        layout.channels_last ? "on" : "off", describe_precision(options).c_str(),
+        scaler.enabled() && !options.uses_scaler() ? " + loss scaler" : "", a.clip > 0 ? " + clipping" : "",
+        a.ema ? " + EMA" : "", torch::get_num_threads(), device.str().c_str(), med, static_cast<long long>(a.steps),
+        images_per_s, peak_rss_mib());
     if (gpu_memory.known)
       std::printf("  GPU memory peak: %.0f MiB allocated, %.0f MiB reserved\n", gpu_memory.peak_allocated_mib,
                   gpu_memory.peak_reserved_mib);

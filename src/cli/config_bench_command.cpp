@@ -1,9 +1,9 @@
 // `trainer bench --config C --mode data|model|train`: a config's run, timed in parts. data: the input pipeline
 // alone (as `bench data`); model: the training step alone on random images of the run's shape; train: both, as
 // fit() runs them, with each step split into waiting for data and computing.
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -34,7 +34,8 @@ void time_model_steps(Session& s, const BenchArgs& a, std::vector<double>& compu
   const int64_t batch = c.data.batch_size, total = a.warmup + a.steps;
   const ImageShape shape = s.train_data->shape();
   ImageBatch fixed{torch::randint(0, 256, {batch, shape.height, shape.width, shape.channels}, torch::kUInt8),
-                   torch::randint(0, c.model.num_classes, {batch}, torch::kLong), {}};
+                   torch::randint(0, c.model.num_classes, {batch}, torch::kLong),
+                   {}};
   for (int64_t i = 0; i < total; ++i) {
     const auto start = Clock::now();
     train_micro_batch_synced(s, fixed, i % c.train.accumulate_steps);
@@ -93,7 +94,8 @@ int run_config_bench(const BenchArgs& a) {
   double wait_sum = 0, compute_sum = 0;
   for (double v : wait_ms) wait_sum += v;
   for (double v : compute_ms) compute_sum += v;
-  const double images_per_s = 1000.0 * static_cast<double>(batch) * static_cast<double>(a.steps) / (wait_sum + compute_sum);
+  const double images_per_s =
+      1000.0 * static_cast<double>(batch) * static_cast<double>(a.steps) / (wait_sum + compute_sum);
   const double share = wait_sum / std::max(1e-9, wait_sum + compute_sum);
   const CudaMemory cuda = cuda_peak_memory(s.device);
   nlohmann::json j = {{"impl", "trainer"},
@@ -121,11 +123,12 @@ int run_config_bench(const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("%s (%s, batch %lld, %s on %s, %d threads): %.1f images/s over %lld steps; compute %.1f ms per step "
-              "(median)",
-              a.mode == "model" ? "model step on random images" : "training (data + model)", c.model.arch.c_str(),
-              static_cast<long long>(batch), describe_precision(s.step_options).c_str(), s.device.str().c_str(),
-              torch::get_num_threads(), images_per_s, static_cast<long long>(a.steps), median(compute_ms));
+  std::printf(
+      "%s (%s, batch %lld, %s on %s, %d threads): %.1f images/s over %lld steps; compute %.1f ms per step "
+      "(median)",
+      a.mode == "model" ? "model step on random images" : "training (data + model)", c.model.arch.c_str(),
+      static_cast<long long>(batch), describe_precision(s.step_options).c_str(), s.device.str().c_str(),
+      torch::get_num_threads(), images_per_s, static_cast<long long>(a.steps), median(compute_ms));
   if (a.mode == "train")
     std::printf(", data wait %.1f ms (median), %.0f%% of the time", median(wait_ms), 100.0 * share);
   std::printf("; peak RSS %.0f MiB", peak_rss_mib());

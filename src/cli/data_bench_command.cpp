@@ -1,7 +1,7 @@
 // `trainer bench data`: the training input pipeline as a run builds it, timed without a model.
+#include <torch/torch.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
-#include <torch/torch.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,12 +12,12 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/data/data_kinds.hpp"
 #include "trainer/data/folder_source.hpp"
 #include "trainer/data/image_decode.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/model_input.hpp"
 #include "trainer/data/random_erasing.hpp"
-#include "trainer/data/data_kinds.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/util/clock.hpp"

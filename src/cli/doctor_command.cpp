@@ -61,7 +61,9 @@ class Report {
 };
 
 std::string mib(double bytes) { return format_number(std::round(bytes / (1024.0 * 1024.0) * 10) / 10) + " MiB"; }
-std::string gib(double bytes) { return format_number(std::round(bytes / (1024.0 * 1024.0 * 1024.0) * 10) / 10) + " GiB"; }
+std::string gib(double bytes) {
+  return format_number(std::round(bytes / (1024.0 * 1024.0 * 1024.0) * 10) / 10) + " GiB";
+}
 
 // The BLAS library mapped into this process: Debian's LibTorch uses whichever libblas.so.3 the alternatives
 // system points at, and the generic reference one is several times slower for linear layers.
@@ -83,8 +85,8 @@ void check_runtime(Report& report) {
   const bool openmp = parallel.find("OpenMP") != std::string::npos;
   report.add(Verdict::ok, "libtorch",
              "LibTorch " + compat::torch_version() + ", CUDA " + (torch::cuda::is_available() ? "yes" : "no") +
-                 ", cuDNN " + (torch::cuda::cudnn_is_available() ? "yes" : "no") +
-                 ", parallel backend " + (openmp ? "OpenMP" : "native"));
+                 ", cuDNN " + (torch::cuda::cudnn_is_available() ? "yes" : "no") + ", parallel backend " +
+                 (openmp ? "OpenMP" : "native"));
   const std::string blas = loaded_blas();
   if (blas.empty())
     report.add(Verdict::warning, "blas", "no BLAS library found mapped in the process",
@@ -92,8 +94,7 @@ void check_runtime(Report& report) {
   else if (blas.find("/blas/libblas") != std::string::npos)
     report.add(Verdict::warning, "blas", "reference BLAS " + blas + " (slow linear layers)",
                "apt-get install libopenblas0-pthread");
-  else
-    report.add(Verdict::ok, "blas", blas);
+  else report.add(Verdict::ok, "blas", blas);
   const unsigned cores = std::thread::hardware_concurrency();
   const int threads = at::get_num_threads();
   report.add(threads > static_cast<int>(cores) ? Verdict::warning : Verdict::ok, "threads",
@@ -170,8 +171,9 @@ void check_cuda_device(Report& report, int index) {
                    "), float16 autocast + loss scaler step " + (good ? "all fine" : "FAILED"),
                good ? "" : "check the driver and CUDA versions against this LibTorch build");
   } catch (const std::exception& e) {
-    report.add(Verdict::failed, label, (info.name.empty() ? std::string() : info.name + ": ") +
-                                           std::string(e.what()).substr(0, std::string(e.what()).find('\n')),
+    report.add(Verdict::failed, label,
+               (info.name.empty() ? std::string() : info.name + ": ") +
+                   std::string(e.what()).substr(0, std::string(e.what()).find('\n')),
                "check the driver (nvidia-smi) and that LibTorch was built for this CUDA");
   }
 }
@@ -186,8 +188,8 @@ void check_layout(Report& report, const Config* config, const std::optional<Imag
   if (config) {
     model = config->model;
     if (model.num_classes == 0) model.num_classes = 10;  // resolved from the data at run time; any count probes alike
-    input = shape.value_or(ImageShape{config->data.augment.image_size, config->data.augment.image_size,
-                                      config->model.in_channels});
+    input = shape.value_or(
+        ImageShape{config->data.augment.image_size, config->data.augment.image_size, config->model.in_channels});
     try {
       device = select_device(config->run.device);
     } catch (const Error&) {
@@ -199,20 +201,22 @@ void check_layout(Report& report, const Config* config, const std::optional<Imag
     model.in_channels = 3;
     model.num_classes = 10;
   }
-  const std::string subject = model.arch + " at " + std::to_string(input.height) + "x" + std::to_string(input.width) +
-                              " on " + device.str();
+  const std::string subject =
+      model.arch + " at " + std::to_string(input.height) + "x" + std::to_string(input.width) + " on " + device.str();
   try {
     const KernelLayout layout = choose_layout(true, model_layout_probe(model, input, device), subject);
     if (layout.warning.empty())
-      report.add(Verdict::ok, "layout", "channels_last kernels match a float64 reference for " + subject +
-                                            " (relative error " + describe_error(layout.error) + ")");
+      report.add(Verdict::ok, "layout",
+                 "channels_last kernels match a float64 reference for " + subject + " (relative error " +
+                     describe_error(layout.error) + ")");
     else
       report.add(Verdict::warning, "layout", layout.warning,
                  "runs asking for channels_last fall back by themselves; model.channels_last false avoids the check");
   } catch (const Error& e) {
     report.add(Verdict::failed, "layout", e.message(), "use another LibTorch build");
   } catch (const std::exception& e) {
-    report.add(Verdict::failed, "layout", subject + ": " + std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+    report.add(Verdict::failed, "layout",
+               subject + ": " + std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
   }
 }
 
@@ -268,15 +272,16 @@ void check_output(Report& report, const Config& c, const fs::path& run_dir, cons
   const fs::path base = existing_ancestor(run_dir);
   std::error_code ec;
   if (!fs::is_directory(base, ec)) {
-    report.add(Verdict::failed, "output", run_dir.string() + ": cannot be created, " + base.string() + " is not a folder",
+    report.add(Verdict::failed, "output",
+               run_dir.string() + ": cannot be created, " + base.string() + " is not a folder",
                "set run.output_dir or --output-dir to a folder");
     return;
   }
   // Write a checkpoint-sized file the way checkpoints are written (temporary file, fsync, rename).
   ClassifierPtr model;
   try {
-    model = build_model(c.model, shape.value_or(ImageShape{c.data.augment.image_size, c.data.augment.image_size,
-                                                           c.model.in_channels}));
+    model = build_model(
+        c.model, shape.value_or(ImageShape{c.data.augment.image_size, c.data.augment.image_size, c.model.in_channels}));
   } catch (const std::exception&) {
     model = nullptr;  // an unknown model is reported by the config check
   }
@@ -300,21 +305,24 @@ void check_output(Report& report, const Config& c, const fs::path& run_dir, cons
   // keeps last.pt, best.pt, keep_last step files and the epoch files, plus one temporary file while writing.
   const double slots = c.optim.name == OptimizerKind::adamw ? 2.0 : (c.optim.momentum > 0 ? 1.0 : 0.0);
   const double checkpoint = param_bytes * (1.0 + slots + (c.train.ema.enabled ? 1.0 : 0.0));
-  const double files = 3.0 + (c.train.checkpoint_every_steps > 0 ? static_cast<double>(c.train.keep_last) : 0.0) +
-                       (c.train.keep_every_epochs > 0 ? static_cast<double>(c.train.epochs / c.train.keep_every_epochs) : 0.0);
+  const double files =
+      3.0 + (c.train.checkpoint_every_steps > 0 ? static_cast<double>(c.train.keep_last) : 0.0) +
+      (c.train.keep_every_epochs > 0 ? static_cast<double>(c.train.epochs / c.train.keep_every_epochs) : 0.0);
   const auto space = fs::space(base, ec);
   const double needed = checkpoint * files;
   const double rate = static_cast<double>(bytes.size()) / std::max(seconds, 1e-6);
-  const std::string detail = run_dir.string() + ": writable; " + mib(static_cast<double>(bytes.size())) + " written in " +
-                             format_number(std::round(seconds * 1000) / 1000) + "s (" + mib(rate) + "/s); checkpoints about " +
-                             mib(checkpoint) + " each, up to " + mib(needed) + " kept; " +
-                             (ec ? std::string("free space unknown") : gib(static_cast<double>(space.available)) + " free");
+  const std::string detail =
+      run_dir.string() + ": writable; " + mib(static_cast<double>(bytes.size())) + " written in " +
+      format_number(std::round(seconds * 1000) / 1000) + "s (" + mib(rate) + "/s); checkpoints about " +
+      mib(checkpoint) + " each, up to " + mib(needed) + " kept; " +
+      (ec ? std::string("free space unknown") : gib(static_cast<double>(space.available)) + " free");
   if (!ec && static_cast<double>(space.available) < needed)
-    report.add(Verdict::failed, "output", detail, "free space or keep fewer checkpoints (train.keep_last, keep_every_epochs)");
+    report.add(Verdict::failed, "output", detail,
+               "free space or keep fewer checkpoints (train.keep_last, keep_every_epochs)");
   else if (seconds > 2.0 && rate < 50.0 * 1024 * 1024)
-    report.add(Verdict::warning, "output", detail, "slow writes: network storage or an antivirus scanner? use a local disk");
-  else
-    report.add(Verdict::ok, "output", detail);
+    report.add(Verdict::warning, "output", detail,
+               "slow writes: network storage or an antivirus scanner? use a local disk");
+  else report.add(Verdict::ok, "output", detail);
 }
 
 }  // namespace
@@ -340,15 +348,16 @@ int run_doctor(const DoctorArgs& args) {
                "for a GPU, build against a CUDA LibTorch (CMake preset cuda)");
   }
   if (!config) check_layout(report, nullptr, std::nullopt);
-  if (!config_error.empty()) report.add(Verdict::failed, "config", config_error, "trainer config schema lists every key");
+  if (!config_error.empty())
+    report.add(Verdict::failed, "config", config_error, "trainer config schema lists every key");
   if (config) {
     const Config& c = *config;
     const int64_t per_step = c.data.batch_size * c.train.accumulate_steps;
     report.add(Verdict::ok, "config",
                args.config + ": " + c.model.arch + ", " + std::to_string(c.train.epochs) + " epochs, batch " +
                    std::to_string(c.data.batch_size) +
-                   (c.train.accumulate_steps > 1 ? " x " + std::to_string(c.train.accumulate_steps) + " accumulated = " +
-                                                       std::to_string(per_step) + " per step"
+                   (c.train.accumulate_steps > 1 ? " x " + std::to_string(c.train.accumulate_steps) +
+                                                       " accumulated = " + std::to_string(per_step) + " per step"
                                                  : std::string()) +
                    ", lr " + format_number(base_learning_rate(c)) +
                    (c.optim.lr_per_256 > 0 ? " (lr_per_256 " + format_number(c.optim.lr_per_256) + " x " +
@@ -361,7 +370,8 @@ int run_doctor(const DoctorArgs& args) {
                         : std::string()));
     const auto shape = check_data(report, c);
     check_layout(report, &c, shape);
-    const fs::path run_dir = args.output_dir.empty() ? fs::path(c.run.output_dir) / c.run.name : fs::path(args.output_dir);
+    const fs::path run_dir =
+        args.output_dir.empty() ? fs::path(c.run.output_dir) / c.run.name : fs::path(args.output_dir);
     check_output(report, c, run_dir, shape);
   }
   std::printf("doctor: %d check(s) failed, %d warning(s)\n", report.failed(), report.warnings());

@@ -1,17 +1,17 @@
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <sstream>
 
-#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/data/data_kinds.hpp"
+#include "trainer/engine/backend_settings.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/engine/confusion.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"
-#include "trainer/engine/backend_settings.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/plot/chart.hpp"
@@ -104,8 +104,9 @@ void print_class_summary(const std::vector<std::string>& names, const std::vecto
                    [&](size_t a, size_t b) { return scores[a].accuracy() < scores[b].accuracy(); });
   const size_t worst = std::min(kClassesShown, order.size());
   std::printf("%s:\n", worst < order.size() ? ("lowest per-class accuracy (" + std::to_string(worst) + " of " +
-                                               std::to_string(order.size()) + " classes)").c_str()
-                                             : "per-class accuracy, lowest first");
+                                               std::to_string(order.size()) + " classes)")
+                                                  .c_str()
+                                            : "per-class accuracy, lowest first");
   for (size_t i = 0; i < worst; ++i) {
     const auto& s = scores[order[i]];
     std::printf("  %-24s %.4f (%lld/%lld)\n", names[order[i]].c_str(), s.accuracy(), static_cast<long long>(s.correct),
@@ -113,10 +114,11 @@ void print_class_summary(const std::vector<std::string>& names, const std::vecto
   }
   if (!pairs.empty()) std::printf("most confused (true -> predicted):\n");
   for (const auto& p : pairs)
-    std::printf("  %s -> %s: %lld (%.1f%% of %s)\n", names[p.truth].c_str(), names[p.predicted].c_str(),
-                static_cast<long long>(p.count),
-                100.0 * static_cast<double>(p.count) / static_cast<double>(std::max<int64_t>(1, scores[p.truth].images)),
-                names[p.truth].c_str());
+    std::printf(
+        "  %s -> %s: %lld (%.1f%% of %s)\n", names[p.truth].c_str(), names[p.predicted].c_str(),
+        static_cast<long long>(p.count),
+        100.0 * static_cast<double>(p.count) / static_cast<double>(std::max<int64_t>(1, scores[p.truth].images)),
+        names[p.truth].c_str());
 }
 
 // eval.json: the figures, per-class scores, the most confused pairs and the whole confusion matrix.
@@ -125,25 +127,38 @@ nlohmann::json eval_report(const EvalArgs& args, int64_t epoch, const EvalResult
                            const std::vector<ConfusedPair>& pairs) {
   nlohmann::json per_class = nlohmann::json::array();
   for (size_t i = 0; i < scores.size(); ++i)
-    per_class.push_back({{"class", i}, {"name", names[i]}, {"images", scores[i].images},
-                         {"correct", scores[i].correct}, {"accuracy", scores[i].accuracy()}});
+    per_class.push_back({{"class", i},
+                         {"name", names[i]},
+                         {"images", scores[i].images},
+                         {"correct", scores[i].correct},
+                         {"accuracy", scores[i].accuracy()}});
   nlohmann::json confused = nlohmann::json::array();
   for (const auto& p : pairs)
-    confused.push_back({{"true", p.truth}, {"predicted", p.predicted}, {"true_name", names[p.truth]},
-                        {"predicted_name", names[p.predicted]}, {"count", p.count}});
+    confused.push_back({{"true", p.truth},
+                        {"predicted", p.predicted},
+                        {"true_name", names[p.truth]},
+                        {"predicted_name", names[p.predicted]},
+                        {"count", p.count}});
   const auto m = r.confusion.contiguous();
   const std::vector<int64_t> flat(m.data_ptr<int64_t>(), m.data_ptr<int64_t>() + m.numel());
   nlohmann::json matrix = nlohmann::json::array();
   for (size_t row = 0; row < scores.size(); ++row)
     matrix.push_back(std::vector<int64_t>(flat.begin() + static_cast<std::ptrdiff_t>(row * scores.size()),
                                           flat.begin() + static_cast<std::ptrdiff_t>((row + 1) * scores.size())));
-  return {{"checkpoint", args.checkpoint}, {"epoch", epoch},
-                            {"split", args.split},           {"weights", args.ema ? "ema" : "raw"},
-                            {"images", r.count},             {"unreadable", r.dropped},
-                            {"loss", r.loss()},              {"top1", r.top1()},
-                            {"top5", r.top5()},              {"correct1", r.correct1},
-                            {"correct5", r.correct5},        {"per_class", per_class},
-                            {"most_confused", confused},     {"confusion", matrix}};
+  return {{"checkpoint", args.checkpoint},
+          {"epoch", epoch},
+          {"split", args.split},
+          {"weights", args.ema ? "ema" : "raw"},
+          {"images", r.count},
+          {"unreadable", r.dropped},
+          {"loss", r.loss()},
+          {"top1", r.top1()},
+          {"top5", r.top5()},
+          {"correct1", r.correct1},
+          {"correct5", r.correct5},
+          {"per_class", per_class},
+          {"most_confused", confused},
+          {"confusion", matrix}};
 }
 
 }  // namespace
@@ -174,8 +189,7 @@ int run_eval(const EvalArgs& args) {
                            const torch::Tensor& labels) { predictions->add(first, classes, probs, labels); };
   }
   const EvalResult r = evaluate(*model, data, options);
-  if (r.dropped)
-    logs.main->warn("{} unreadable image(s) left out; the figures cover the other {}", r.dropped, r.count);
+  if (r.dropped) logs.main->warn("{} unreadable image(s) left out; the figures cover the other {}", r.dropped, r.count);
 
   const std::string what = std::string(train_split ? "train split" : "val split") + (args.ema ? ", EMA weights" : "");
   std::printf("eval %s (epoch %lld, %s): %lld images, loss %.4f, top1 %.4f (%lld), top5 %.4f (%lld), %.1fs\n",

@@ -1,16 +1,16 @@
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
-#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/data/transform.hpp"
 #include "trainer/deploy/export_format.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/util/atomic_file.hpp"
@@ -22,12 +22,12 @@ namespace trainer {
 namespace {
 
 struct ExportArgs {
-  std::string checkpoint;              // --checkpoint FILE
-  std::string output;                  // --output FILE
-  std::string format;                  // --format (default: from the output's extension)
-  bool ema = false;                    // --ema: the checkpoint's EMA weights
-  int64_t opset = 0;                   // --opset N (ONNX; 0: 17)
-  std::string batch = "dynamic";       // --batch dynamic|N (ONNX)
+  std::string checkpoint;         // --checkpoint FILE
+  std::string output;             // --output FILE
+  std::string format;             // --format (default: from the output's extension)
+  bool ema = false;               // --ema: the checkpoint's EMA weights
+  int64_t opset = 0;              // --opset N (ONNX; 0: 17)
+  std::string batch = "dynamic";  // --batch dynamic|N (ONNX)
 };
 
 }  // namespace
@@ -117,13 +117,15 @@ int run_export(const ExportArgs& args) {
   const Config c = config_for_checkpoint(checkpoint, "", {}).config;
   const ImageShape& input = checkpoint.meta().input;
   if (input.channels == 0)
-    throw CheckpointError(args.checkpoint + ": records no input shape (written by an older trainer); resume it to re-save");
+    throw CheckpointError(args.checkpoint +
+                          ": records no input shape (written by an older trainer); resume it to re-save");
   auto model = model_from_checkpoint(checkpoint, c.model, input, args.ema);
   model->to(torch::kCPU, torch::kFloat);
   model->eval();
   const std::optional<LayerGraph> graph = model->inference_graph();
   if (format.needs_graph && !graph)
-    throw ExportError("model.arch " + c.model.arch + " has no inference graph, so it cannot be exported as " + format.name);
+    throw ExportError("model.arch " + c.model.arch + " has no inference graph, so it cannot be exported as " +
+                      format.name);
   ExportRequest request;
   if (graph) request.graph = *graph;
   request.parameters = float_copies(model->named_parameters().pairs());
@@ -148,20 +150,20 @@ int run_export(const ExportArgs& args) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  const std::string shape =
-      format.takes_opset_and_batch
-          ? ", " + (batch > 0 ? "batch " + std::to_string(batch) : std::string("dynamic batch")) + ", opset " +
-                std::to_string(args.opset ? args.opset : kDefaultOnnxOpset)
-          : "";
+  const std::string shape = format.takes_opset_and_batch
+                                ? ", " + (batch > 0 ? "batch " + std::to_string(batch) : std::string("dynamic batch")) +
+                                      ", opset " + std::to_string(args.opset ? args.opset : kDefaultOnnxOpset)
+                                : "";
   int64_t values = 0;
   for (const auto* set : {&request.parameters, &request.buffers})
     for (const auto& item : *set) values += item.second.numel();
-  std::printf("exported %s (%s, epoch %lld, step %lld, %s weights) as %s%s: %zu tensors, %lld values -> %s "
-              "(%.1f MB, %.2f s)\n",
-              args.checkpoint.c_str(), c.model.arch.c_str(), static_cast<long long>(checkpoint.meta().epoch),
-              static_cast<long long>(checkpoint.meta().step), args.ema ? "EMA" : "raw", format.name.c_str(),
-              shape.c_str(), request.parameters.size() + request.buffers.size(), static_cast<long long>(values), args.output.c_str(),
-              static_cast<double>(bytes.size()) / 1e6, seconds);
+  std::printf(
+      "exported %s (%s, epoch %lld, step %lld, %s weights) as %s%s: %zu tensors, %lld values -> %s "
+      "(%.1f MB, %.2f s)\n",
+      args.checkpoint.c_str(), c.model.arch.c_str(), static_cast<long long>(checkpoint.meta().epoch),
+      static_cast<long long>(checkpoint.meta().step), args.ema ? "EMA" : "raw", format.name.c_str(), shape.c_str(),
+      request.parameters.size() + request.buffers.size(), static_cast<long long>(values), args.output.c_str(),
+      static_cast<double>(bytes.size()) / 1e6, seconds);
   std::printf("  input: float32 [N, %lld, %lld, %lld], normalised with the metadata's mean and std; output: logits\n",
               static_cast<long long>(input.channels), static_cast<long long>(input.height),
               static_cast<long long>(input.width));

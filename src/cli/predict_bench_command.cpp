@@ -1,7 +1,7 @@
 // `trainer bench predict`: the latency of a trained model's forward pass on a fixed batch, from its checkpoint or
 // from an exported ONNX (OpenCV DNN) or TorchScript file, so deployment choices are compared on the same input.
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 
@@ -18,8 +18,8 @@ namespace {
 
 // `trainer bench predict`: forward-pass latency of a checkpoint or an exported file on random input.
 struct PredictBenchArgs {
-  std::string checkpoint;              // --checkpoint FILE
-  std::string model;                   // --model FILE (ONNX or TorchScript)
+  std::string checkpoint;  // --checkpoint FILE
+  std::string model;       // --model FILE (ONNX or TorchScript)
   int64_t batch = 1;
   int64_t warmup = 5;
   int64_t runs = 20;
@@ -58,8 +58,8 @@ int run_predict_bench(const PredictBenchArgs& a) {
   }
   std::printf("%s (%s): batch %lld, median %.2f ms over %lld runs (%.2f ms per image, min %.2f ms), %d threads\n",
               what.c_str(), p.config.model.arch.c_str(), static_cast<long long>(a.batch), med,
-              static_cast<long long>(a.runs), med / static_cast<double>(a.batch), *std::min_element(ms.begin(), ms.end()),
-              torch::get_num_threads());
+              static_cast<long long>(a.runs), med / static_cast<double>(a.batch),
+              *std::min_element(ms.begin(), ms.end()), torch::get_num_threads());
   return 0;
 }
 

@@ -1,5 +1,5 @@
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -18,10 +18,10 @@ namespace {
 
 // `trainer predict`: top-5 classes of image files with a checkpoint's own preprocessing.
 struct PredictArgs {
-  std::string checkpoint;              // --checkpoint FILE
-  std::string model;                   // --model FILE: an exported ONNX or TorchScript file instead
-  std::vector<std::string> images;     // IMAGE...
-  bool json = false;                   // --json: one JSON line
+  std::string checkpoint;           // --checkpoint FILE
+  std::string model;                // --model FILE: an exported ONNX or TorchScript file instead
+  std::vector<std::string> images;  // IMAGE...
+  bool json = false;                // --json: one JSON line
 };
 
 }  // namespace
@@ -38,8 +38,8 @@ int run_predict(const PredictArgs& args) {
     if (!std::filesystem::is_regular_file(image, ec)) throw DataError(image + ": no such image file");
     files.add(image, 0);
   }
-  const auto source = std::make_shared<FolderSource>("", std::move(files), names,
-                                                     image_file_transform(c.data, p.input), p.input.channels);
+  const auto source = std::make_shared<FolderSource>("", std::move(files), names, image_file_transform(c.data, p.input),
+                                                     p.input.channels);
 
   // evaluate() runs the same batched, normalised forward pass as eval; only its top-k output is used here.
   nlohmann::json out = nlohmann::json::array();
@@ -57,8 +57,8 @@ int run_predict(const PredictArgs& args) {
   evaluate(*p.model, source, options);
 
   if (args.json) {
-    nlohmann::json report = args.model.empty() ? nlohmann::json{{"checkpoint", args.checkpoint}}
-                                               : nlohmann::json{{"model", args.model}};
+    nlohmann::json report =
+        args.model.empty() ? nlohmann::json{{"checkpoint", args.checkpoint}} : nlohmann::json{{"model", args.model}};
     report["predictions"] = out;
     std::cout << report.dump() << "\n";
     return 0;

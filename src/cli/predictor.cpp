@@ -1,16 +1,16 @@
 #include "trainer/cli/predictor.hpp"
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <sstream>
 
-#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/engine/backend_settings.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"

@@ -5,12 +5,12 @@
 #include <iterator>
 #include <optional>
 
-#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/distributed/launcher.hpp"
 #include "trainer/distributed/world.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/device.hpp"
@@ -47,7 +47,8 @@ bool holds_run(const fs::path& dir) {
 
 void write_resolved_config(const fs::path& run_dir, const Config& config) {
   const std::string text = config_to_json(config).dump(2) + "\n";
-  write_file_atomically(run_dir / "config.resolved.json", [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+  write_file_atomically(run_dir / "config.resolved.json",
+                        [&](const ByteSink& sink) { sink(text.data(), text.size()); });
 }
 
 // A new run folder: refuses one that already holds a run, so nothing saved there is overwritten.
@@ -55,7 +56,8 @@ fs::path prepare_new_run_dir(const Config& config, const std::string& output_dir
   const fs::path dir = output_dir.empty() ? fs::path(config.run.output_dir) / config.run.name : fs::path(output_dir);
   if (holds_run(dir))
     throw UsageError("run folder " + dir.string() + " already holds a run; continue it with `trainer --resume " +
-                     (dir / "last.pt").string() + "` or choose another folder with --output-dir or --set run.name=NAME");
+                     (dir / "last.pt").string() +
+                     "` or choose another folder with --output-dir or --set run.name=NAME");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error("cannot create run folder " + dir.string() + ": " + ec.message(), 1);
@@ -201,8 +203,8 @@ int train_smoke(const TrainArgs& args) {
     fit(first, {/*epoch=*/1, std::nullopt});
   }
   const LoadedCheckpoint checkpoint(run_dir / "last.pt");
-  Session second = make_session(config_for_checkpoint(checkpoint, "", {}).config, run_dir, make_run_logs(run_dir),
-                                &checkpoint);
+  Session second =
+      make_session(config_for_checkpoint(checkpoint, "", {}).config, run_dir, make_run_logs(run_dir), &checkpoint);
   const FitResult done = fit(second);
   EvalArgs eval;
   eval.checkpoint = (run_dir / "best.pt").string();
@@ -218,7 +220,8 @@ int train_smoke(const TrainArgs& args) {
 int run_train(const TrainArgs& args) {
   if (args.stop_after_epoch < 0) throw UsageError("--stop-after-epoch expects an epoch number >= 1");
   if (args.stop_after_step < 0) throw UsageError("--stop-after-step expects a step number >= 1");
-  if (args.smoke && !args.resume.empty()) throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
+  if (args.smoke && !args.resume.empty())
+    throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
   if (args.nproc_per_node < 0) throw UsageError("--nproc-per-node expects a number of processes >= 1");
   if (args.nproc_per_node > 1) {
     if (environment_variable("WORLD_SIZE"))

@@ -82,8 +82,7 @@ void check_range(const std::string& path, double value, const Range& range) {
     expected = "a number in [" + format_number(*range.min) + ", " + format_number(*range.max) + "]";
   else if (range.min)
     expected = std::string("a number ") + (range.min_exclusive ? "> " : ">= ") + format_number(*range.min);
-  else
-    expected = "a number <= " + format_number(*range.max);
+  else expected = "a number <= " + format_number(*range.max);
   throw ConfigError(path + ": expected " + expected + ", got " + format_number(value));
 }
 
@@ -98,8 +97,8 @@ std::string read_enum_name(const json& j, const std::string& path, const std::ve
   for (const auto& v : valid)
     if (v == name) return name;
   const std::string guess = closest_match(name, valid);
-  throw ConfigError(path + ": unknown value \"" + name + "\"" + (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") +
-                    " (valid: " + join(valid) + ")");
+  throw ConfigError(path + ": unknown value \"" + name + "\"" +
+                    (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") + " (valid: " + join(valid) + ")");
 }
 
 void reject_unknown_keys(const json& object, const std::string& path, const std::vector<std::string>& known) {

@@ -20,8 +20,7 @@ void merge_into(json& base, const json& overlay) {
   for (const auto& item : overlay.items()) {
     if (item.value().is_object() && base.contains(item.key()) && base[item.key()].is_object())
       merge_into(base[item.key()], item.value());
-    else
-      base[item.key()] = item.value();
+    else base[item.key()] = item.value();
   }
 }
 

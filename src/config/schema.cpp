@@ -55,8 +55,8 @@ class SchemaWriter {
     }
     add(key, {{"description", doc},
               {"type", booleans   ? nlohmann::json::array({"string", "boolean"})
-                        : integers ? nlohmann::json::array({"string", "integer"})
-                                   : nlohmann::json("string")},
+                       : integers ? nlohmann::json::array({"string", "integer"})
+                                  : nlohmann::json("string")},
               {"enum", names},
               {"default", as_json(enum_name(table, value))}});
   }
@@ -104,8 +104,9 @@ nlohmann::json config_schema() {
   nlohmann::json out = {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
                         {"$id", "trainer-config.schema.json"},
                         {"title", "trainer config"},
-                        {"description", "A trainer run: `trainer --config FILE`. Every key is optional; the "
-                                        "defaults are shown."}};
+                        {"description",
+                         "A trainer run: `trainer --config FILE`. Every key is optional; the "
+                         "defaults are shown."}};
   out.update(schema);
   return out;
 }

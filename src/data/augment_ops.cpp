@@ -40,9 +40,11 @@ void apply_op(cv::Mat& image, AugmentOp op, double magnitude, const OpSettings& 
     case AugmentOp::identity: return;
     case AugmentOp::shear_x:
       // torchvision passes the shear as degrees(atan(m)) and turns it back into radians.
-      return warp(image, torchvision_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, {py_degrees(std::atan(magnitude)), 0.0}), s);
+      return warp(image, torchvision_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, {py_degrees(std::atan(magnitude)), 0.0}),
+                  s);
     case AugmentOp::shear_y:
-      return warp(image, torchvision_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, {0.0, py_degrees(std::atan(magnitude))}), s);
+      return warp(image, torchvision_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, {0.0, py_degrees(std::atan(magnitude))}),
+                  s);
     case AugmentOp::translate_x:
     case AugmentOp::translate_y: {
       // int(magnitude) pixels; F.affine's default center is the image centre.
@@ -81,7 +83,8 @@ std::vector<double> linspace_f32(double start, double end, int64_t steps) {
   const float step = (e - s) / static_cast<float>(steps - 1);
   const int64_t halfway = steps / 2;
   auto value = [&](int64_t i) {
-    return i < halfway ? std::fma(step, static_cast<float>(i), s) : std::fma(-step, static_cast<float>(steps - i - 1), e);
+    return i < halfway ? std::fma(step, static_cast<float>(i), s)
+                       : std::fma(-step, static_cast<float>(steps - i - 1), e);
   };
   constexpr int64_t kLanes = 8;
   std::vector<double> out(static_cast<size_t>(steps));
@@ -136,11 +139,19 @@ std::vector<OpSpace> randaugment_space(int64_t n, int64_t height, int64_t width)
 
 std::vector<OpSpace> trivialaugment_wide_space(int64_t n, int64_t, int64_t) {
   const auto lin = [n](double end) { return linspace_f32(0.0, end, n); };
-  return {{O::identity, {}, false},          {O::shear_x, lin(0.99), true},     {O::shear_y, lin(0.99), true},
-          {O::translate_x, lin(32.0), true}, {O::translate_y, lin(32.0), true}, {O::rotate, lin(135.0), true},
-          {O::brightness, lin(0.99), true},  {O::color, lin(0.99), true},       {O::contrast, lin(0.99), true},
-          {O::sharpness, lin(0.99), true},   {O::posterize, posterize_bits(8, n, 6), false},
-          {O::solarize, linspace_f32(255.0, 0.0, n), false},                    {O::autocontrast, {}, false},
+  return {{O::identity, {}, false},
+          {O::shear_x, lin(0.99), true},
+          {O::shear_y, lin(0.99), true},
+          {O::translate_x, lin(32.0), true},
+          {O::translate_y, lin(32.0), true},
+          {O::rotate, lin(135.0), true},
+          {O::brightness, lin(0.99), true},
+          {O::color, lin(0.99), true},
+          {O::contrast, lin(0.99), true},
+          {O::sharpness, lin(0.99), true},
+          {O::posterize, posterize_bits(8, n, 6), false},
+          {O::solarize, linspace_f32(255.0, 0.0, n), false},
+          {O::autocontrast, {}, false},
           {O::equalize, {}, false}};
 }
 

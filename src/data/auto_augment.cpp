@@ -1,7 +1,7 @@
 #include "trainer/data/auto_augment.hpp"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -20,30 +20,18 @@ struct PolicyStep {
 };
 const std::array<std::array<PolicyStep, 2>, 25>& imagenet_policy() {
   static const std::array<std::array<PolicyStep, 2>, 25> policy{{
-      {{{O::posterize, 0.4, 8}, {O::rotate, 0.6, 9}}},
-      {{{O::solarize, 0.6, 5}, {O::autocontrast, 0.6, -1}}},
-      {{{O::equalize, 0.8, -1}, {O::equalize, 0.6, -1}}},
-      {{{O::posterize, 0.6, 7}, {O::posterize, 0.6, 6}}},
-      {{{O::equalize, 0.4, -1}, {O::solarize, 0.2, 4}}},
-      {{{O::equalize, 0.4, -1}, {O::rotate, 0.8, 8}}},
-      {{{O::solarize, 0.6, 3}, {O::equalize, 0.6, -1}}},
-      {{{O::posterize, 0.8, 5}, {O::equalize, 1.0, -1}}},
-      {{{O::rotate, 0.2, 3}, {O::solarize, 0.6, 8}}},
-      {{{O::equalize, 0.6, -1}, {O::posterize, 0.4, 6}}},
-      {{{O::rotate, 0.8, 8}, {O::color, 0.4, 0}}},
-      {{{O::rotate, 0.4, 9}, {O::equalize, 0.6, -1}}},
-      {{{O::equalize, 0.0, -1}, {O::equalize, 0.8, -1}}},
-      {{{O::invert, 0.6, -1}, {O::equalize, 1.0, -1}}},
-      {{{O::color, 0.6, 4}, {O::contrast, 1.0, 8}}},
-      {{{O::rotate, 0.8, 8}, {O::color, 1.0, 2}}},
-      {{{O::color, 0.8, 8}, {O::solarize, 0.8, 7}}},
-      {{{O::sharpness, 0.4, 7}, {O::invert, 0.6, -1}}},
-      {{{O::shear_x, 0.6, 5}, {O::equalize, 1.0, -1}}},
-      {{{O::color, 0.4, 0}, {O::equalize, 0.6, -1}}},
-      {{{O::equalize, 0.4, -1}, {O::solarize, 0.2, 4}}},
-      {{{O::solarize, 0.6, 5}, {O::autocontrast, 0.6, -1}}},
-      {{{O::invert, 0.6, -1}, {O::equalize, 1.0, -1}}},
-      {{{O::color, 0.6, 4}, {O::contrast, 1.0, 8}}},
+      {{{O::posterize, 0.4, 8}, {O::rotate, 0.6, 9}}},    {{{O::solarize, 0.6, 5}, {O::autocontrast, 0.6, -1}}},
+      {{{O::equalize, 0.8, -1}, {O::equalize, 0.6, -1}}}, {{{O::posterize, 0.6, 7}, {O::posterize, 0.6, 6}}},
+      {{{O::equalize, 0.4, -1}, {O::solarize, 0.2, 4}}},  {{{O::equalize, 0.4, -1}, {O::rotate, 0.8, 8}}},
+      {{{O::solarize, 0.6, 3}, {O::equalize, 0.6, -1}}},  {{{O::posterize, 0.8, 5}, {O::equalize, 1.0, -1}}},
+      {{{O::rotate, 0.2, 3}, {O::solarize, 0.6, 8}}},     {{{O::equalize, 0.6, -1}, {O::posterize, 0.4, 6}}},
+      {{{O::rotate, 0.8, 8}, {O::color, 0.4, 0}}},        {{{O::rotate, 0.4, 9}, {O::equalize, 0.6, -1}}},
+      {{{O::equalize, 0.0, -1}, {O::equalize, 0.8, -1}}}, {{{O::invert, 0.6, -1}, {O::equalize, 1.0, -1}}},
+      {{{O::color, 0.6, 4}, {O::contrast, 1.0, 8}}},      {{{O::rotate, 0.8, 8}, {O::color, 1.0, 2}}},
+      {{{O::color, 0.8, 8}, {O::solarize, 0.8, 7}}},      {{{O::sharpness, 0.4, 7}, {O::invert, 0.6, -1}}},
+      {{{O::shear_x, 0.6, 5}, {O::equalize, 1.0, -1}}},   {{{O::color, 0.4, 0}, {O::equalize, 0.6, -1}}},
+      {{{O::equalize, 0.4, -1}, {O::solarize, 0.2, 4}}},  {{{O::solarize, 0.6, 5}, {O::autocontrast, 0.6, -1}}},
+      {{{O::invert, 0.6, -1}, {O::equalize, 1.0, -1}}},   {{{O::color, 0.6, 4}, {O::contrast, 1.0, 8}}},
       {{{O::equalize, 0.8, -1}, {O::equalize, 0.6, -1}}},
   }};
   return policy;

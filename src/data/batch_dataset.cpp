@@ -31,8 +31,8 @@ BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_m
 ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
   const auto n = static_cast<int64_t>(indices.size());
   auto options = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pin_memory_);
-  ImageBatch batch{torch::empty({n, shape_.height, shape_.width, shape_.channels}, options),
-                   torch::empty({n}, torch::kInt64), {}};
+  ImageBatch batch{
+      torch::empty({n, shape_.height, shape_.width, shape_.channels}, options), torch::empty({n}, torch::kInt64), {}};
   const int h = static_cast<int>(shape_.height), w = static_cast<int>(shape_.width);
   const int type = CV_8UC(static_cast<int>(shape_.channels));
   const size_t sample_bytes = static_cast<size_t>(shape_.height * shape_.width * shape_.channels);
@@ -64,8 +64,9 @@ ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
         if (attempt == kReplacementAttempts)
           throw DataError("sample " + std::to_string(wanted) + " and " + std::to_string(attempt - 1) +
                           " replacements could not be read; the last: " + e.message());
-        const uint64_t h64 = hash_combine(hash_combine(context_.seed ^ 0xBAD5A3B1Eull, static_cast<uint64_t>(context_.epoch)),
-                                          hash_combine(wanted, static_cast<uint64_t>(attempt)));
+        const uint64_t h64 =
+            hash_combine(hash_combine(context_.seed ^ 0xBAD5A3B1Eull, static_cast<uint64_t>(context_.epoch)),
+                         hash_combine(wanted, static_cast<uint64_t>(attempt)));
         index = static_cast<size_t>(h64 % source_->size());
       }
     }

@@ -47,8 +47,8 @@ std::shared_ptr<const ImageSource> open_synthetic(const Config& c, Split split) 
   const bool train = split != Split::eval;
   // The eval split gets its own images: a different seed stream, never the training samples.
   const uint64_t split_seed = static_cast<uint64_t>(c.run.seed) * 2 + (train ? 0 : 1);
-  return std::make_shared<SyntheticSource>(train ? s.train_size : s.eval_size, ImageShape{s.height, s.width, s.channels},
-                                           c.model.num_classes, split_seed);
+  return std::make_shared<SyntheticSource>(train ? s.train_size : s.eval_size,
+                                           ImageShape{s.height, s.width, s.channels}, c.model.num_classes, split_seed);
 }
 
 }  // namespace
@@ -57,7 +57,11 @@ const std::vector<DataKindRow>& data_kind_rows() {
   // MNIST's statistics are the usual defaults for grey images, ImageNet's for photographs.
   static const std::vector<DataKindRow> rows{
       {DataKind::mnist, {0.1307}, {0.3081}, check_mnist, open_mnist, /*image_files=*/false},
-      {DataKind::imagenet, {0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, check_imagenet, open_imagenet,
+      {DataKind::imagenet,
+       {0.485, 0.456, 0.406},
+       {0.229, 0.224, 0.225},
+       check_imagenet,
+       open_imagenet,
        /*image_files=*/true},
       {DataKind::synthetic, {0.1307}, {0.3081}, check_synthetic, open_synthetic, /*image_files=*/false},
   };

@@ -21,8 +21,7 @@ EpochSampler::EpochSampler(SamplerOptions options) : options_(options) {
   reset(torch::nullopt);
 }
 
-std::vector<size_t> EpochSampler::epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle,
-                                              size_t repeats) {
+std::vector<size_t> EpochSampler::epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle, size_t repeats) {
   std::vector<size_t> order(size);
   std::iota(order.begin(), order.end(), size_t{0});
   if (shuffle) {

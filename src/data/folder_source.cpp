@@ -93,8 +93,8 @@ std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bo
   }
   std::vector<std::string> names = classes;
   if (!data.class_names_file.empty()) names = read_class_names(under_root(data, data.class_names_file), classes);
-  return std::make_shared<FolderSource>(dir, std::move(files), std::move(names), make_transform_spec(data, augment.value_or(train)),
-                                        channels);
+  return std::make_shared<FolderSource>(dir, std::move(files), std::move(names),
+                                        make_transform_spec(data, augment.value_or(train)), channels);
 }
 
 }  // namespace trainer

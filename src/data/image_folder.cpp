@@ -49,7 +49,7 @@ void FileList::add(const std::string& relative_path, int64_t label) {
 }
 
 bool has_image_extension(const std::string& name) {
-  static const std::unordered_set<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp", ".ppm",
+  static const std::unordered_set<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp",  ".ppm",
                                                           ".pgm", ".pbm",  ".tif", ".tiff", ".webp"};
   const auto dot = name.rfind('.');
   return dot != std::string::npos && extensions.count(lower(name.substr(dot))) > 0;
@@ -82,7 +82,8 @@ FileList read_val_labels(const fs::path& label_file, const fs::path& val_dir, si
   std::ifstream in(label_file);
   if (!in) throw DataError(label_file.string() + ": cannot open");
   std::error_code ec;
-  if (!fs::is_directory(val_dir, ec)) throw DataError(val_dir.string() + ": no such folder (named by " + label_file.string() + ")");
+  if (!fs::is_directory(val_dir, ec))
+    throw DataError(val_dir.string() + ": no such folder (named by " + label_file.string() + ")");
   // One listing of val/ answers "does this image exist" for all 50,000 lines without a stat each.
   const auto listed = list_dir(val_dir, /*folders=*/false);
   const std::unordered_set<std::string> present(listed.begin(), listed.end());
@@ -97,10 +98,12 @@ FileList read_val_labels(const fs::path& label_file, const fs::path& val_dir, si
     std::string name, index_text, extra;
     if (!(fields >> name >> index_text) || (fields >> extra))
       throw DataError(at + "expected \"<file name> <class index>\", got \"" + line + "\"");
-    if (!name.empty() && name.front() == '/') throw DataError(at + "absolute path \"" + name + "\"; expected a file in " + val_dir.string());
+    if (!name.empty() && name.front() == '/')
+      throw DataError(at + "absolute path \"" + name + "\"; expected a file in " + val_dir.string());
     if (name == "." || name == ".." || name.find('/') != std::string::npos)
       throw DataError(at + "\"" + name + "\" " +
-                      (name.find("..") != std::string::npos ? "leaves " : "is not a file directly in ") + val_dir.string());
+                      (name.find("..") != std::string::npos ? "leaves " : "is not a file directly in ") +
+                      val_dir.string());
     size_t used = 0;
     long long index = -1;
     try {
@@ -113,7 +116,8 @@ FileList read_val_labels(const fs::path& label_file, const fs::path& val_dir, si
                       ") (the train split has " + std::to_string(class_count) + " classes)");
     if (!present.count(name)) throw DataError(at + "no image " + (val_dir / name).string());
     const auto [it, inserted] = seen.emplace(name, number);
-    if (!inserted) throw DataError(at + "\"" + name + "\" is listed again (first on line " + std::to_string(it->second) + ")");
+    if (!inserted)
+      throw DataError(at + "\"" + name + "\" is listed again (first on line " + std::to_string(it->second) + ")");
     list.add(name, index);
   }
   if (list.size() == 0) throw DataError(label_file.string() + ": lists no images");

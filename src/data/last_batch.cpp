@@ -14,8 +14,8 @@ LastBatch last_batch_rule(size_t images, const DataConfig& data, int64_t world_s
   const std::string what = "the last batch of each epoch holds " + std::to_string(partial) + " of " +
                            std::to_string(images) + " training images" +
                            (world > 1 ? " (" + std::to_string(smallest_share) + " per process at the least)" : "");
-  const std::string why = batch_norm ? "a model with BatchNorm needs 2 images per process to train"
-                                     : "every process needs an image";
+  const std::string why =
+      batch_norm ? "a model with BatchNorm needs 2 images per process to train" : "every process needs an image";
   if (data.drop_last == Switch::on) return {true, what + "; it is dropped (data.drop_last true)"};
   const bool too_small = smallest_share < needed;
   if (data.drop_last == Switch::off) {

@@ -16,7 +16,6 @@ std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, 
   return std::make_unique<Loader>(std::move(dataset), std::move(sampler), std::move(options));
 }
 
-
 namespace {
 
 SamplerOptions train_sampler_options(size_t images, const DataConfig& data, bool drop_last, uint64_t seed,
@@ -39,16 +38,14 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
   order.rank = o.rank;
   order.world = o.world;
   auto augment = std::make_shared<const SampleAugment>(data.augment);
-  return make_loader(BatchDataset(std::move(source), o.pin_memory, {o.seed, o.epoch}, o.bad, BadSlot::replace,
-                                  std::move(augment)),
-                     EpochSampler(order),
-                     static_cast<size_t>(data.batch_size), static_cast<size_t>(data.workers),
-                     static_cast<size_t>(data.prefetch));
+  return make_loader(
+      BatchDataset(std::move(source), o.pin_memory, {o.seed, o.epoch}, o.bad, BadSlot::replace, std::move(augment)),
+      EpochSampler(order), static_cast<size_t>(data.batch_size), static_cast<size_t>(data.workers),
+      static_cast<size_t>(data.prefetch));
 }
 
-std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size,
-                                         size_t workers, size_t prefetch, bool pin_memory,
-                                         std::shared_ptr<BadSamples> bad) {
+std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size, size_t workers,
+                                         size_t prefetch, bool pin_memory, std::shared_ptr<BadSamples> bad) {
   SamplerOptions order;
   order.size = source->size();
   order.batch_size = batch_size;

@@ -63,8 +63,8 @@ std::vector<int64_t> parse_idx_header(const std::vector<uint8_t>& bytes, const f
   }
   expected += count;
   if (bytes.size() != expected)
-    throw DataError(file.string() + (bytes.size() < expected ? ": truncated" : ": trailing data") +
-                    ": expected " + std::to_string(expected) + " bytes, found " + std::to_string(bytes.size()));
+    throw DataError(file.string() + (bytes.size() < expected ? ": truncated" : ": trailing data") + ": expected " +
+                    std::to_string(expected) + " bytes, found " + std::to_string(bytes.size()));
   return dims;
 }
 
@@ -128,8 +128,8 @@ void MnistIdx::read_into(size_t i, const ReadContext&, cv::Mat& out) const {
 }
 
 std::string MnistIdx::describe() const {
-  return "MNIST IDX " + files_.images.string() + " (" + std::to_string(size()) + " images, " +
-         std::to_string(rows_) + "x" + std::to_string(cols_) + ")";
+  return "MNIST IDX " + files_.images.string() + " (" + std::to_string(size()) + " images, " + std::to_string(rows_) +
+         "x" + std::to_string(cols_) + ")";
 }
 
 }  // namespace trainer

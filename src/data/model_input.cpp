@@ -67,8 +67,8 @@ torch::Tensor to_model_input(const torch::Tensor& images, const Normalization& n
   // The format is explicit either way: for one channel both layouts have the same bytes, and LibTorch would
   // otherwise guess from the strides which convolution path to take.
   const auto format = channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-  if (norm.mean.device().is_cpu() && images.is_cpu() && images.scalar_type() == torch::kUInt8 &&
-      images.dim() == 4 && images.is_contiguous())
+  if (norm.mean.device().is_cpu() && images.is_cpu() && images.scalar_type() == torch::kUInt8 && images.dim() == 4 &&
+      images.is_contiguous())
     return normalize_on_cpu(images, norm, format);
   // permute() of NHWC is NCHW with channels_last strides, so the channels_last conversion is a plain cast.
   auto x = images.to(norm.mean.device(), /*non_blocking=*/true)

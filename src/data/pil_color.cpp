@@ -250,12 +250,36 @@ void pil_adjust_hue(cv::Mat& image, double hue_factor) {
     const uint8_t uq = clip8(static_cast<int>(std::round(static_cast<float>(uv) * (1.0 - fs * f))));
     const uint8_t ut = clip8(static_cast<int>(std::round(static_cast<float>(uv) * (1.0 - fs * (1.0 - f)))));
     switch (sector % 6) {
-      case 0: p[0] = uv; p[1] = ut; p[2] = up; break;
-      case 1: p[0] = uq; p[1] = uv; p[2] = up; break;
-      case 2: p[0] = up; p[1] = uv; p[2] = ut; break;
-      case 3: p[0] = up; p[1] = uq; p[2] = uv; break;
-      case 4: p[0] = ut; p[1] = up; p[2] = uv; break;
-      default: p[0] = uv; p[1] = up; p[2] = uq; break;
+      case 0:
+        p[0] = uv;
+        p[1] = ut;
+        p[2] = up;
+        break;
+      case 1:
+        p[0] = uq;
+        p[1] = uv;
+        p[2] = up;
+        break;
+      case 2:
+        p[0] = up;
+        p[1] = uv;
+        p[2] = ut;
+        break;
+      case 3:
+        p[0] = up;
+        p[1] = uq;
+        p[2] = uv;
+        break;
+      case 4:
+        p[0] = ut;
+        p[1] = up;
+        p[2] = uv;
+        break;
+      default:
+        p[0] = uv;
+        p[1] = up;
+        p[2] = uq;
+        break;
     }
   }
 }

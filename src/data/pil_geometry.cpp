@@ -78,8 +78,7 @@ void fixed_affine(const cv::Mat& src, const PilAffine& m, const std::array<uint8
       const int xi = xx >> 16, yi = yy >> 16;
       if (xi >= 0 && xi < src.cols && yi >= 0 && yi < src.rows)
         std::memcpy(o + x * channels, src.ptr<uint8_t>(yi) + xi * channels, static_cast<size_t>(channels));
-      else
-        fill_pixel(o + x * channels, channels, fill);
+      else fill_pixel(o + x * channels, channels, fill);
     }
     a2 += a1;
     a5 += a4;
@@ -98,8 +97,7 @@ void float_affine(const cv::Mat& src, const PilAffine& m, const std::array<uint8
       const int xi = coord(xx), yi = coord(yy);
       if (xi >= 0 && xi < src.cols && yi >= 0 && yi < src.rows)
         std::memcpy(o + x * channels, src.ptr<uint8_t>(yi) + xi * channels, static_cast<size_t>(channels));
-      else
-        fill_pixel(o + x * channels, channels, fill);
+      else fill_pixel(o + x * channels, channels, fill);
     }
     xo += a[1];
     yo += a[4];
@@ -201,8 +199,8 @@ PilAffine torchvision_affine_matrix(std::array<double, 2> center, double angle, 
 PilAffine pil_rotate_matrix(int width, int height, double angle) {
   const double cx = width / 2.0, cy = height / 2.0;
   const double r = -py_radians(angle);
-  PilAffine m{{py_round15(std::cos(r)), py_round15(std::sin(r)), 0.0, py_round15(-std::sin(r)), py_round15(std::cos(r)),
-               0.0}};
+  PilAffine m{
+      {py_round15(std::cos(r)), py_round15(std::sin(r)), 0.0, py_round15(-std::sin(r)), py_round15(std::cos(r)), 0.0}};
   const double x = -cx, y = -cy;
   const double c = m.a[0] * x + m.a[1] * y + m.a[2], f = m.a[3] * x + m.a[4] * y + m.a[5];
   m.a[2] = c + cx;

@@ -74,7 +74,8 @@ void erase_batch_masked(torch::Tensor& x, const torch::Tensor& boxes, ErasingVal
   const auto cols = torch::arange(width, opts).view({1, 1, 1, width});
   const auto top = b.select(1, 0), left = b.select(1, 1), h = b.select(1, 2), w = b.select(1, 3);
   // [B, 1, H, W]: inside each sample's rectangle (empty when its height is 0).
-  const auto inside = rows.ge(top).logical_and(rows.lt(top + h)).logical_and(cols.ge(left)).logical_and(cols.lt(left + w));
+  const auto inside =
+      rows.ge(top).logical_and(rows.lt(top + h)).logical_and(cols.ge(left)).logical_and(cols.lt(left + w));
   if (value == ErasingValue::zero) {
     x.masked_fill_(inside, 0.0);
     return;

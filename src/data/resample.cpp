@@ -201,8 +201,8 @@ void resample_channels(const cv::Mat& src, ResampleFilter filter, ResampleAxis x
 
 void resample(const cv::Mat& src, ResampleFilter filter, ResampleAxis x, ResampleAxis y, bool mirror, bool swap_rb,
               cv::Mat& out) {
-  if (src.depth() != CV_8U || out.type() != src.type() || (src.channels() != 1 && src.channels() != 3) ||
-      src.empty() || out.empty())
+  if (src.depth() != CV_8U || out.type() != src.type() || (src.channels() != 1 && src.channels() != 3) || src.empty() ||
+      out.empty())
     throw std::invalid_argument("resample: needs non-empty 8-bit 1- or 3-channel images of the same type");
   if (src.channels() == 1) {
     resample_channels<1>(src, filter, x, y, mirror, false, out);

@@ -17,9 +17,7 @@ class SubsetSource final : public ImageSource {
   const std::vector<std::string>& class_names() const override { return base_->class_names(); }
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(indices_.at(i)); }
-  std::string describe() const override {
-    return base_->describe() + ", " + what_;
-  }
+  std::string describe() const override { return base_->describe() + ", " + what_; }
 
  private:
   std::shared_ptr<const ImageSource> base_;

@@ -59,10 +59,8 @@ void set_tensor_type(onnx::ValueInfoProto& v, const std::string& name, const std
   t->set_elem_type(onnx::TensorProto::FLOAT);
   for (const auto& d : dims) {
     auto* dim = t->mutable_shape()->add_dim();
-    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0])))
-      dim->set_dim_value(std::stoll(d));
-    else
-      dim->set_dim_param(d);
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+    else dim->set_dim_param(d);
   }
 }
 
@@ -183,8 +181,9 @@ std::string onnx_serialize(const ExportRequest& r) {
   auto& graph = *model.mutable_graph();
   graph.set_name(r.metadata.count("arch") ? r.metadata.at("arch") : "classifier");
   const std::string batch = r.batch > 0 ? std::to_string(r.batch) : "batch";
-  set_tensor_type(*graph.add_input(), "input",
-                  {batch, std::to_string(r.input.channels), std::to_string(r.input.height), std::to_string(r.input.width)});
+  set_tensor_type(
+      *graph.add_input(), "input",
+      {batch, std::to_string(r.input.channels), std::to_string(r.input.height), std::to_string(r.input.width)});
   set_tensor_type(*graph.add_output(), "logits", {batch, std::to_string(r.num_classes)});
   NamedTensors tensors = r.parameters;
   tensors.insert(tensors.end(), r.buffers.begin(), r.buffers.end());
@@ -250,7 +249,7 @@ DeployedModel onnx_open(const std::string& bytes, const std::string& source) {
   DeployedModel m;
   for (const auto& p : model.metadata_props()) m.metadata[p.key()] = p.value();
   m.model = std::make_shared<OpenCvDnnClassifier>(std::make_shared<const std::string>(bytes), source,
-                                                   read_onnx_net(bytes, source));
+                                                  read_onnx_net(bytes, source));
   return m;
 }
 

@@ -5,8 +5,8 @@
 // forward() written from the layer graph with the same ATen calls the C++ modules make (conv2d, batch_norm,
 // max_pool2d, linear, ...). The same code builds it on LibTorch 1.13 and 2.x, the archive loads with
 // torch.jit.load and torch::jit::load alone, and state_dict() loads into torchvision's model.
-#include <nlohmann/json.hpp>
 #include <torch/script.h>
+#include <nlohmann/json.hpp>
 
 #include <cctype>
 #include <cstdio>
@@ -54,8 +54,8 @@ std::string forward_source(const LayerGraph& g) {
     std::string call;
     switch (l.kind) {
       case LayerKind::conv:
-        call = "torch.conv2d(" + x + ", " + p + ".weight, " + (l.bias ? p + ".bias" : "None") + ", " + script_pair(l.stride) +
-               ", " + script_pair(l.padding) + ", [1, 1], " + std::to_string(l.groups) + ")";
+        call = "torch.conv2d(" + x + ", " + p + ".weight, " + (l.bias ? p + ".bias" : "None") + ", " +
+               script_pair(l.stride) + ", " + script_pair(l.padding) + ", [1, 1], " + std::to_string(l.groups) + ")";
         break;
       case LayerKind::batch_norm:
         call = "torch.batch_norm(" + x + ", " + p + ".weight, " + p + ".bias, " + p + ".running_mean, " + p +
@@ -63,8 +63,8 @@ std::string forward_source(const LayerGraph& g) {
         break;
       case LayerKind::relu: call = "torch.relu(" + x + ")"; break;
       case LayerKind::max_pool:
-        call = "torch.max_pool2d(" + x + ", " + script_pair(l.kernel) + ", " + script_pair(l.stride) + ", " + script_pair(l.padding) +
-               ", [1, 1], False)";
+        call = "torch.max_pool2d(" + x + ", " + script_pair(l.kernel) + ", " + script_pair(l.stride) + ", " +
+               script_pair(l.padding) + ", [1, 1], False)";
         break;
       case LayerKind::add: call = "torch.add(" + x + ", " + l.inputs[1] + ")"; break;
       case LayerKind::global_avg_pool: call = "torch.mean(" + x + ", [2, 3])"; break;
@@ -161,7 +161,8 @@ DeployedModel torchscript_open(const std::string& bytes, const std::string& sour
     module = torch::jit::load(in, torch::Device(torch::kCPU), extra);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    throw ExportError(source + ": not a TorchScript archive LibTorch can load (" + what.substr(0, what.find('\n')) + ")");
+    throw ExportError(source + ": not a TorchScript archive LibTorch can load (" + what.substr(0, what.find('\n')) +
+                      ")");
   }
   DeployedModel m;
   if (!extra[kMetadataFile].empty()) {
@@ -180,8 +181,8 @@ ExportFormat torchscript_format() {
   ExportFormat f;
   f.name = "torchscript";
   f.extensions = {".pt", ".ts", ".torchscript"};
-  f.metadata_where = std::string("the archive's extra file ") + kMetadataFile +
-                     " (torch.jit.load(f, _extra_files={\"" + kMetadataFile + "\": \"\"}))";
+  f.metadata_where = std::string("the archive's extra file ") + kMetadataFile + " (torch.jit.load(f, _extra_files={\"" +
+                     kMetadataFile + "\": \"\"}))";
   f.needs_graph = true;
   f.serialize = torchscript_serialize;
   f.open = torchscript_open;

@@ -23,8 +23,8 @@ std::string message_of(const std::exception& e) {
   return first_line(c10 ? c10->what_without_backtrace() : e.what());
 }
 
-c10::intrusive_ptr<compat::ProcessGroupBackend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store, const World& world,
-                                                          std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<compat::ProcessGroupBackend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store,
+                                                          const World& world, std::chrono::milliseconds timeout) {
   auto gloo = c10d::ProcessGroupGloo::Options::create(timeout);
   // A one-machine world talks over loopback; across machines Gloo takes the address this host's name resolves to.
   const bool loopback = world.master_addr == "127.0.0.1" || world.master_addr == "localhost";
@@ -36,8 +36,8 @@ c10::intrusive_ptr<compat::ProcessGroupBackend> make_gloo(const c10::intrusive_p
 
 // NCCL's communicators are created at the first collective, on the device of its tensors. Its timeout is
 // enforced by its watchdog thread, which ends the process when a collective overruns.
-c10::intrusive_ptr<compat::ProcessGroupBackend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store, const World& world,
-                                                          std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<compat::ProcessGroupBackend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store,
+                                                          const World& world, std::chrono::milliseconds timeout) {
 #ifdef USE_C10D_NCCL
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
@@ -61,18 +61,17 @@ bool nccl_available() {
 
 DistBackend resolve_backend(DistBackend requested, const torch::Device& device) {
   switch (requested) {
-    case DistBackend::automatic:
-      return device.is_cuda() && nccl_available() ? DistBackend::nccl : DistBackend::gloo;
+    case DistBackend::automatic: return device.is_cuda() && nccl_available() ? DistBackend::nccl : DistBackend::gloo;
     case DistBackend::nccl:
       if (!device.is_cuda())
         throw UsageError("run.dist_backend nccl needs CUDA, but the run is on " + device.str() +
                          "; use run.dist_backend gloo (or auto)");
       if (!nccl_available())
-        throw UsageError("run.dist_backend nccl: this trainer was built without NCCL (nccl.h was not found when it "
-                         "was built; Debian: libnccl-dev); use run.dist_backend gloo");
+        throw UsageError(
+            "run.dist_backend nccl: this trainer was built without NCCL (nccl.h was not found when it "
+            "was built; Debian: libnccl-dev); use run.dist_backend gloo");
       return requested;
-    case DistBackend::gloo:
-      return requested;
+    case DistBackend::gloo: return requested;
   }
   return requested;
 }
@@ -132,10 +131,9 @@ Collectives::Collectives(const World& world, const CollectivesOptions& o) : impl
     // Under torchrun the agent's store is shared by every restart: keys go under the attempt's prefix, as
     // torch.distributed's own ranks do.
     if (world.agent_store)
-      impl_->store = c10::make_intrusive<c10d::PrefixStore>(
-          "/worker/attempt_" + std::to_string(world.restart_count), tcp);
-    else
-      impl_->store = tcp;
+      impl_->store =
+          c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(world.restart_count), tcp);
+    else impl_->store = tcp;
   } catch (const std::exception& e) {
     const std::string message = message_of(e);
     if (world.rank == 0 && (message.find("in use") != std::string::npos || message.find("bind") != std::string::npos))

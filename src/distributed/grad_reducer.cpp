@@ -89,8 +89,7 @@ void GradReducer::finish() {
   for (auto& b : buckets_) {
     if (b.wait) continue;
     for (size_t slot = 0; slot < b.members.size(); ++slot)
-      if (!arrived_[b.members[slot]])
-        b.flat.narrow(0, b.offsets[slot], parameters_[b.members[slot]].numel()).zero_();
+      if (!arrived_[b.members[slot]]) b.flat.narrow(0, b.offsets[slot], parameters_[b.members[slot]].numel()).zero_();
     start(b);
   }
   const double world = static_cast<double>(group_.world().size);

@@ -105,14 +105,15 @@ class ForwardedSignals {
 
  private:
   Fd read_, write_;
-  struct sigaction previous_int_ {}, previous_term_ {};
+  struct sigaction previous_int_ {
+  }, previous_term_{};
 };
 
 struct Rank {
   int index = 0;
   pid_t pid = -1;
-  Fd output;                // read end of its stdout + stderr
-  std::string partial;      // a line not finished yet
+  Fd output;            // read end of its stdout + stderr
+  std::string partial;  // a line not finished yet
   std::string last_line;
   std::optional<int> status;
 };
@@ -133,7 +134,8 @@ int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128
 void forward_output(Rank& rank, bool flush_partial) {
   char buffer[4096];
   ssize_t n = 0;
-  while ((n = ::read(rank.output.get(), buffer, sizeof(buffer))) > 0) rank.partial.append(buffer, static_cast<size_t>(n));
+  while ((n = ::read(rank.output.get(), buffer, sizeof(buffer))) > 0)
+    rank.partial.append(buffer, static_cast<size_t>(n));
   auto emit = [&](const std::string& line) {
     if (!line.empty() && line.find_first_not_of(" \r") != std::string::npos) rank.last_line = line;
     const std::string text = (rank.index == 0 ? "" : "[rank " + std::to_string(rank.index) + "] ") + line + "\n";
@@ -189,9 +191,9 @@ Rank start_rank(int index, const LaunchOptions& o, int port) {
 // Waits for every rank, passing their output and the launcher's signals on. The first rank that fails on its own
 // (not stopped by a forwarded signal) stops the others: SIGTERM, then SIGKILL after a grace period. Returns it.
 std::optional<size_t> supervise(std::vector<Rank>& ranks, const ForwardedSignals& signals) {
-  int forwarded = 0;                  // the last signal passed on to the ranks
+  int forwarded = 0;  // the last signal passed on to the ranks
   std::optional<size_t> failed;
-  bool kill_pending = false;          // after a failure: SIGKILL for ranks still alive at kill_at
+  bool kill_pending = false;  // after a failure: SIGKILL for ranks still alive at kill_at
   auto kill_at = std::chrono::steady_clock::now();
   size_t running = ranks.size();
   auto signal_all = [&](int sig) {

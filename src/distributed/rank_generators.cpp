@@ -28,8 +28,8 @@ void restore_rank_generators(const GeneratorRows& rows, int64_t rank, const torc
 }
 
 void seed_rank_generators(int64_t seed, int64_t rank, int64_t step) {
-  const uint64_t stream = hash_combine(hash_combine(static_cast<uint64_t>(seed), static_cast<uint64_t>(rank)),
-                                       static_cast<uint64_t>(step));
+  const uint64_t stream =
+      hash_combine(hash_combine(static_cast<uint64_t>(seed), static_cast<uint64_t>(rank)), static_cast<uint64_t>(step));
   torch::manual_seed(stream);  // the CPU generator and every CUDA device's
 }
 

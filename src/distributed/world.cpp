@@ -43,7 +43,8 @@ int64_t first_count(const EnvironmentLookup& env, const std::string& name, int64
   const auto text = env(name);
   if (!text) return fallback;
   const std::string head = text->substr(0, text->find_first_of("(,"));
-  return environment_integer([&](const std::string&) { return std::optional<std::string>(head); }, name, fallback, 1, 1 << 20);
+  return environment_integer([&](const std::string&) { return std::optional<std::string>(head); }, name, fallback, 1,
+                             1 << 20);
 }
 
 }  // namespace

@@ -38,8 +38,8 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   torch::NoGradGuard no_grad;
   model.eval();
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
-  auto loader = make_eval_loader(data, options.batch_size, options.workers, options.prefetch,
-                                 options.device.is_cuda(), options.bad);
+  auto loader = make_eval_loader(data, options.batch_size, options.workers, options.prefetch, options.device.is_cuda(),
+                                 options.bad);
   // Counts accumulate on the device: one synchronisation at the end, not one per batch.
   auto options_i64 = torch::TensorOptions().dtype(torch::kInt64).device(options.device);
   torch::Tensor correct1 = torch::zeros({}, options_i64), correct5 = torch::zeros({}, options_i64);
@@ -53,10 +53,9 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
     const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
     const torch::Tensor logits = float_logits(model, x, options.device.type(), options.autocast);
     // A dropped slot (label kDroppedLabel) adds no loss, matches no class and is not counted.
-    loss_sum += torch::nn::functional::cross_entropy(logits, y,
-                                                     torch::nn::functional::CrossEntropyFuncOptions()
-                                                         .reduction(torch::kSum)
-                                                         .ignore_index(kDroppedLabel))
+    loss_sum += torch::nn::functional::cross_entropy(
+                    logits, y,
+                    torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(kDroppedLabel))
                     .to(torch::kDouble);
     const auto top = logits.topk(k, 1);
     const auto hits = std::get<1>(top).eq(y.unsqueeze(1));

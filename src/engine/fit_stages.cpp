@@ -44,14 +44,10 @@ bool better(BestMetric metric, double value, const std::optional<double>& best) 
 
 double metric_value(BestMetric metric, const EvalResult& raw, const std::optional<EvalResult>& ema) {
   switch (metric) {
-    case BestMetric::top1:
-      return raw.top1();
-    case BestMetric::top5:
-      return raw.top5();
-    case BestMetric::loss:
-      return raw.loss();
-    case BestMetric::ema_top1:
-      return ema ? ema->top1() : raw.top1();
+    case BestMetric::top1: return raw.top1();
+    case BestMetric::top5: return raw.top5();
+    case BestMetric::loss: return raw.loss();
+    case BestMetric::ema_top1: return ema ? ema->top1() : raw.top1();
   }
   return raw.top1();
 }
@@ -136,8 +132,9 @@ void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch) {
   const Config& c = s.config;
   const int64_t step = s.state.step;
   const TrainFigures f = meter.close_interval(step + 1);
-  const std::string where = f.first_step == step ? "at step " + std::to_string(step)
-                                                 : "in steps " + std::to_string(f.first_step) + "-" + std::to_string(step);
+  const std::string where = f.first_step == step
+                                ? "at step " + std::to_string(step)
+                                : "in steps " + std::to_string(f.first_step) + "-" + std::to_string(step);
   if (c.train.clip_grad_norm > 0 && !std::isfinite(f.max_grad_norm))
     throw non_finite(r, "the gradient norm", f.max_grad_norm, where);
   if (!std::isfinite(f.loss)) throw non_finite(r, "the training loss", f.loss, where);
@@ -227,15 +224,14 @@ void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run) {
   if (!std::isfinite(f.loss)) throw non_finite(r, "the training loss", f.loss, "in epoch " + std::to_string(epoch + 1));
   const std::string replicas = check_replicas(r, epoch, f);  // every rank: collectives
   r.log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%{}{}{}",
-             epoch + 1, s.config.train.epochs, f.seconds, f.loss, f.top1, f.images_per_s(),
-             100.0 * f.data_wait_share(), replicas,
-             run.start_batch > 0 ? fmt::format(" (resumed at batch {})", run.start_batch) : std::string(),
+             epoch + 1, s.config.train.epochs, f.seconds, f.loss, f.top1, f.images_per_s(), 100.0 * f.data_wait_share(),
+             replicas, run.start_batch > 0 ? fmt::format(" (resumed at batch {})", run.start_batch) : std::string(),
              s.scaler.enabled() ? fmt::format(", loss scale {:g}, {} skipped step(s) in all", s.scaler.scale_value(),
                                               s.scaler.skipped_steps())
                                 : std::string());
   if (const size_t failed = s.train_bad->take_failed_reads())
-    r.log.warn("epoch {}: {} unreadable training image(s) replaced by others ({} distinct so far)", epoch + 1,
-               failed, s.train_bad->distinct());
+    r.log.warn("epoch {}: {} unreadable training image(s) replaced by others ({} distinct so far)", epoch + 1, failed,
+               s.train_bad->distinct());
   if (s.metrics) s.metrics->write(epoch_row(epoch + 1, s.state.step, r.lr, f));
   s.state.epoch = epoch + 1;
   s.state.batch_in_epoch = 0;

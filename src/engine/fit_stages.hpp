@@ -23,7 +23,7 @@ struct FitPlan {
   int64_t steps_per_epoch = 0;  // an epoch ends with an optimizer step even when its last accumulation is short
   int64_t last_epoch = 0;       // train.epochs, or --stop-after-epoch
   ScheduleLength length;
-  double base_lr = 0.0;         // optim.lr, or optim.lr_per_256 scaled to the global batch
+  double base_lr = 0.0;  // optim.lr, or optim.lr_per_256 scaled to the global batch
 };
 
 // What every stage reads and updates.
@@ -40,14 +40,14 @@ struct FitRun {
   spdlog::logger& step_log;  // the step lines: train.log alone while the console shows the progress line
   double lr = 0.0;           // the learning rate of the latest optimizer step
 
-  double lr_now() const;     // the schedule's rate for the next optimizer step
+  double lr_now() const;  // the schedule's rate for the next optimizer step
 };
 
 // One epoch as run_epoch() ends it.
 struct EpochRun {
-  int64_t start_batch = 0;         // > 0 when the epoch was resumed mid-way
+  int64_t start_batch = 0;               // > 0 when the epoch was resumed mid-way
   std::optional<StopReason> stopped_by;  // the run stopped mid-epoch
-  TrainFigures figures;            // the whole epoch, when it was not stopped
+  TrainFigures figures;                  // the whole epoch, when it was not stopped
 };
 
 // "training 3 epochs x 188 steps (batch 64, 2 loader workers), lr 0.01 (0 warmup steps), float32"

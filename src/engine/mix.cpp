@@ -44,7 +44,8 @@ MixedBatch mix_batch(const torch::Tensor& images, const torch::Tensor& labels, c
     const int64_t x0 = std::clamp<int64_t>(cx - cut_w / 2, 0, w), x1 = std::clamp<int64_t>(cx + cut_w / 2, 0, w);
     out.images = images.clone(torch::MemoryFormat::Preserve);
     using torch::indexing::Slice;
-    const auto box = std::initializer_list<torch::indexing::TensorIndex>{Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)};
+    const auto box =
+        std::initializer_list<torch::indexing::TensorIndex>{Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)};
     out.images.index_put_(box, reversed.index(box));
     lam = 1.0 - static_cast<double>((y1 - y0) * (x1 - x0)) / static_cast<double>(h * w);
   } else {

@@ -39,7 +39,7 @@ RunCheckpoints::RunCheckpoints(const Session& s)
 std::string RunCheckpoints::last_good() const {
   if (dir_.empty()) return std::string();  // a rank other than 0: rank 0's error says
   return fs::exists(last_) ? "; the last good checkpoint is " + last_.string()
-                                        : std::string("; no checkpoint was written yet");
+                           : std::string("; no checkpoint was written yet");
 }
 
 void RunCheckpoints::save(const Session& s, const std::vector<fs::path>& also) {

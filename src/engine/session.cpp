@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "trainer/config/load.hpp"
+#include "trainer/data/data_kinds.hpp"
 #include "trainer/data/last_batch.hpp"
 #include "trainer/data/sample_augment.hpp"
-#include "trainer/data/data_kinds.hpp"
 #include "trainer/distributed/rank_generators.hpp"
 #include "trainer/distributed/replica_check.hpp"
 #include "trainer/engine/backend_settings.hpp"
@@ -35,7 +35,8 @@ RunLogs make_run_logs(const fs::path& run_dir) {
   console->set_pattern("[%H:%M:%S] %v");
   std::vector<spdlog::sink_ptr> file_sinks;
   if (!run_dir.empty()) {
-    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>((run_dir / "train.log").string(), /*truncate=*/false);
+    auto file =
+        std::make_shared<spdlog::sinks::basic_file_sink_mt>((run_dir / "train.log").string(), /*truncate=*/false);
     file->set_pattern("[%Y-%m-%d %H:%M:%S.%e] %v");
     file_sinks.push_back(file);
   }
@@ -76,9 +77,10 @@ void start_rank_generators(const Session& s, const LoadedCheckpoint* resume) {
   if (resume) {
     const auto rows = resume->rank_generators();
     if (rows && rows->ranks() == s.world.size) return restore_rank_generators(*rows, s.world.rank, s.device);
-    s.logs.main->info("resume: {} holds the dropout generator states of {} rank(s) and this run has {}: ranks 1-{} "
-                      "start new streams (the data order is unchanged)",
-                      resume->path().string(), rows ? rows->ranks() : 1, s.world.size, s.world.size - 1);
+    s.logs.main->info(
+        "resume: {} holds the dropout generator states of {} rank(s) and this run has {}: ranks 1-{} "
+        "start new streams (the data order is unchanged)",
+        resume->path().string(), rows ? rows->ranks() : 1, s.world.size, s.world.size - 1);
   }
   if (s.world.rank > 0) seed_rank_generators(s.config.run.seed, s.world.rank, s.state.step);
 }
@@ -142,8 +144,10 @@ void open_data(Session& s) {
   if (train_shape.channels != eval_shape.channels || (sizes_differ && !model_row(c.model.arch).any_input_size))
     throw DataError("train and eval images differ in shape: " + s.train_data->describe() + " vs " +
                     s.eval_data->describe() +
-                    (sizes_differ ? "; " + c.model.arch + " takes one input size (set data.augment.eval_crop to "
-                                    "data.augment.image_size)" : ""));
+                    (sizes_differ ? "; " + c.model.arch +
+                                        " takes one input size (set data.augment.eval_crop to "
+                                        "data.augment.image_size)"
+                                  : ""));
   s.logs.main->info("train data: {}", s.train_data->describe());
   if (const SampleAugment augment(c.data.augment); augment.active() || c.data.repeated_augmentation.repeats > 1)
     s.logs.main->info("train augmentation: {}{}", augment.active() ? augment.describe() : "none",
@@ -173,12 +177,11 @@ void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume) {
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   s.model = build_model(c.model, shape);
   if (!resume && !c.model.init_from.empty()) {
-    const WeightsReport report = load_weights(*s.model, read_safetensors(c.model.init_from).tensors,
-                                              c.model.init_exclude, c.model.init_from);
+    const WeightsReport report =
+        load_weights(*s.model, read_safetensors(c.model.init_from).tensors, c.model.init_exclude, c.model.init_from);
     s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
   }
-  const LastBatch last_batch =
-      last_batch_rule(s.train_data->size(), c.data, s.world.size, has_batch_norm(*s.model));
+  const LastBatch last_batch = last_batch_rule(s.train_data->size(), c.data, s.world.size, has_batch_norm(*s.model));
   s.drop_last = last_batch.drop;
   if (!last_batch.note.empty()) s.logs.main->info("{}", last_batch.note);
   s.layout = place_in_checked_layout(*s.model, c.model, shape, s.device,
@@ -190,7 +193,8 @@ void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume) {
   if (c.train.ema.enabled) s.ema = make_ema(s);
   int64_t parameters = 0;
   for (const auto& p : s.model->parameters()) parameters += p.numel();
-  s.logs.main->info("model: {} ({} parameters) on {}, {}", c.model.arch, parameters, s.device.str(), describe_runtime());
+  s.logs.main->info("model: {} ({} parameters) on {}, {}", c.model.arch, parameters, s.device.str(),
+                    describe_runtime());
   s.logs.main->info("layout: {}{}; {}", s.layout.channels_last ? "channels_last" : "contiguous",
                     s.layout.checked ? " (kernels self-checked)" : "", describe_backend_settings());
 }
@@ -233,10 +237,11 @@ void join_process_group(Session& s, const LoadedCheckpoint* resume) {
   }
   s.reducer = std::make_unique<GradReducer>(s.model->parameters(), *s.group,
                                             static_cast<int64_t>(c.run.dist_bucket_mb * 1024 * 1024));
-  s.logs.main->info("data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced "
-                    "per step",
-                    s.world.rank, s.world.size, s.world.launcher, enum_name(dist_backends(), s.group->backend()),
-                    s.reducer->buckets(), static_cast<double>(s.reducer->bytes_per_step()) / (1024.0 * 1024.0));
+  s.logs.main->info(
+      "data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced "
+      "per step",
+      s.world.rank, s.world.size, s.world.launcher, enum_name(dist_backends(), s.group->backend()),
+      s.reducer->buckets(), static_cast<double>(s.reducer->bytes_per_step()) / (1024.0 * 1024.0));
 }
 
 }  // namespace

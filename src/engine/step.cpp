@@ -19,8 +19,9 @@ StepOptions step_options(const TrainConfig& train, const torch::Device& device) 
   if (!device.is_cuda() && !device.is_cpu())
     throw ConfigError("train.amp: mixed precision runs on CPU or CUDA, not on " + device.str());
   if (device.is_cpu() && amp.dtype == AmpDtype::float16)
-    throw ConfigError("train.amp.dtype: float16 autocast needs CUDA; on CPU use \"bfloat16\" (or set "
-                      "train.amp.cuda_only to train in float32 there)");
+    throw ConfigError(
+        "train.amp.dtype: float16 autocast needs CUDA; on CPU use \"bfloat16\" (or set "
+        "train.amp.cuda_only to train in float32 there)");
   o.autocast = amp.dtype == AmpDtype::float16 ? at::kHalf : at::kBFloat16;
   return o;
 }
@@ -78,9 +79,9 @@ TrainedMicroBatch train_micro_batch(Session& s, const ImageBatch& batch, int64_t
   if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
   auto y = batch.labels.to(s.device, /*non_blocking=*/true);
   // The mix draw is a function of (seed, step, micro-batch): resumed runs mix as uninterrupted ones.
-  const uint64_t mix_seed = hash_combine(
-      hash_combine(static_cast<uint64_t>(c.run.seed) ^ 0x313A71Bull, static_cast<uint64_t>(s.state.step)),
-      static_cast<uint64_t>(micro));
+  const uint64_t mix_seed =
+      hash_combine(hash_combine(static_cast<uint64_t>(c.run.seed) ^ 0x313A71Bull, static_cast<uint64_t>(s.state.step)),
+                   static_cast<uint64_t>(micro));
   const double weight = share_weight(s, batch.labels.size(0));
   return {forward_backward(*s.model, mix_batch(x, y, c.train.mix, mix_seed), s.step_options, s.scaler, weight),
           std::move(y)};

@@ -17,8 +17,7 @@ void TrainMeter::Totals::absorb(const Totals& other) {
   compute += other.compute;
   // torch::maximum keeps a NaN, so a non-finite norm anywhere in the interval reaches the log check.
   if (other.max_grad_norm.defined())
-    max_grad_norm =
-        max_grad_norm.defined() ? torch::maximum(max_grad_norm, other.max_grad_norm) : other.max_grad_norm;
+    max_grad_norm = max_grad_norm.defined() ? torch::maximum(max_grad_norm, other.max_grad_norm) : other.max_grad_norm;
   skipped += other.skipped;
 }
 

@@ -17,13 +17,11 @@ using nlohmann::json;
 
 namespace {
 
-
 template <class T>
 json value_json(const T& value) {
   if constexpr (std::is_same_v<T, ImageShape>)
     return {{"height", value.height}, {"width", value.width}, {"channels", value.channels}};
-  else
-    return json(value);
+  else return json(value);
 }
 json value_json(const std::optional<double>& value) { return value ? json(*value) : json(); }
 
@@ -31,8 +29,7 @@ template <class T>
 void read_value(const json& j, T& value) {
   if constexpr (std::is_same_v<T, ImageShape>)
     value = {j.at("height").get<int64_t>(), j.at("width").get<int64_t>(), j.at("channels").get<int64_t>()};
-  else
-    value = j.get<T>();
+  else value = j.get<T>();
 }
 void read_value(const json& j, std::optional<double>& value) {
   if (j.is_null()) value.reset();
@@ -43,7 +40,9 @@ void read_value(const json& j, std::optional<double>& value) {
 struct MetaWriter {
   json& j;
   template <class T>
-  void field(const char* key, const T& value, MetaKey) { j[key] = value_json(value); }
+  void field(const char* key, const T& value, MetaKey) {
+    j[key] = value_json(value);
+  }
 };
 
 struct MetaReader {
@@ -84,10 +83,8 @@ void restore_module(torch::serialize::InputArchive& archive, torch::nn::Module& 
   for (auto& item : module.named_buffers(/*recurse=*/false)) restore(item.key(), item.value(), true);
   for (const auto& child : module.named_children()) {
     torch::serialize::InputArchive sub;
-    if (!archive.try_read(child.key(), sub))
-      problems.push_back("missing " + prefix + child.key() + ".*");
-    else
-      restore_module(sub, *child.value(), prefix + child.key() + ".", problems);
+    if (!archive.try_read(child.key(), sub)) problems.push_back("missing " + prefix + child.key() + ".*");
+    else restore_module(sub, *child.value(), prefix + child.key() + ".", problems);
   }
 }
 
@@ -159,7 +156,8 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     archive_->load_from(path.string());
     archive_->read("meta", meta_value);
   } catch (const c10::Error& e) {
-    throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + first_line(e.what_without_backtrace()) + ")");
+    throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" +
+                          first_line(e.what_without_backtrace()) + ")");
   }
   if (!meta_value.isString()) throw CheckpointError(path.string() + ": not a trainer checkpoint (no metadata)");
   json j;
@@ -189,8 +187,9 @@ void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
     problems.push_back(first_line(e.what_without_backtrace()));
   }
   if (!problems.empty())
-    throw CheckpointError(path_.string() + ": model weights do not fit the model built from its config: " +
-                          problems.front() + (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : ""));
+    throw CheckpointError(path_.string() +
+                          ": model weights do not fit the model built from its config: " + problems.front() +
+                          (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : ""));
 }
 
 void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) const {

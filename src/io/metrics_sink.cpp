@@ -42,17 +42,16 @@ void truncate_after(const fs::path& jsonl, const fs::path& csv, int64_t resume_s
 }  // namespace
 
 const std::vector<MetricsColumn>& metrics_columns() {
-  static const std::vector<MetricsColumn> columns{
-      {"lr", &MetricsRow::lr},
-      {"loss", &MetricsRow::loss},
-      {"top1", &MetricsRow::top1},
-      {"top5", &MetricsRow::top5},
-      {"images_per_s", &MetricsRow::images_per_s},
-      {"data_wait_s", &MetricsRow::data_wait_s},
-      {"compute_s", &MetricsRow::compute_s},
-      {"grad_norm", &MetricsRow::grad_norm},
-      {"loss_scale", &MetricsRow::loss_scale},
-      {"skipped_steps", &MetricsRow::skipped_steps}};
+  static const std::vector<MetricsColumn> columns{{"lr", &MetricsRow::lr},
+                                                  {"loss", &MetricsRow::loss},
+                                                  {"top1", &MetricsRow::top1},
+                                                  {"top5", &MetricsRow::top5},
+                                                  {"images_per_s", &MetricsRow::images_per_s},
+                                                  {"data_wait_s", &MetricsRow::data_wait_s},
+                                                  {"compute_s", &MetricsRow::compute_s},
+                                                  {"grad_norm", &MetricsRow::grad_norm},
+                                                  {"loss_scale", &MetricsRow::loss_scale},
+                                                  {"skipped_steps", &MetricsRow::skipped_steps}};
   return columns;
 }
 

@@ -1,7 +1,7 @@
 #include "trainer/io/safetensors.hpp"
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -85,8 +85,8 @@ Entry parse_entry(const std::string& where, const std::string& name, const json&
   if (!v.contains("dtype") || !v["dtype"].is_string()) throw WeightsError(at + "missing or non-string \"dtype\"");
   e.dtype = dtype_by_name(v["dtype"].get<std::string>());
   if (!e.dtype)
-    throw WeightsError(at + "unsupported dtype \"" + v["dtype"].get<std::string>() + "\" (supported: " +
-                       known_dtypes() + ")");
+    throw WeightsError(at + "unsupported dtype \"" + v["dtype"].get<std::string>() +
+                       "\" (supported: " + known_dtypes() + ")");
   if (!v.contains("shape") || !v["shape"].is_array()) throw WeightsError(at + "missing or non-array \"shape\"");
   uint64_t elements = 1;
   for (const auto& d : v["shape"]) {
@@ -209,7 +209,8 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
                          std::string(c10::toString(tensor.scalar_type())) + ", which safetensors cannot hold");
     torch::Tensor row_major = tensor.detach().to(torch::kCPU).contiguous();
     const uint64_t bytes = static_cast<uint64_t>(row_major.numel()) * dtype->size;
-    header[name] = {{"dtype", dtype->name}, {"shape", row_major.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", dtype->name}, {"shape", row_major.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     data.push_back(std::move(row_major));
   }
@@ -219,7 +220,8 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
   out.reserve(8 + text.size() + offset);
   for (size_t i = 0; i < 8; ++i) out.push_back(static_cast<char>((text.size() >> (8 * i)) & 0xff));
   out += text;
-  for (const auto& t : data) out.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size());
+  for (const auto& t : data)
+    out.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size());
   return out;
 }
 

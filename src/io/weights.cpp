@@ -25,7 +25,8 @@ const std::string* matching_pattern(const std::vector<std::string>& patterns, co
 
 // "3 missing (a, b, c)", listing at most `shown` of them.
 std::string summarize(const std::vector<std::string>& items, const std::string& what, size_t shown = 6) {
-  std::vector<std::string> head(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(shown, items.size())));
+  std::vector<std::string> head(items.begin(),
+                                items.begin() + static_cast<std::ptrdiff_t>(std::min(shown, items.size())));
   std::string s = std::to_string(items.size()) + " " + what + " (" + join(head);
   if (items.size() > shown) s += ", ... " + std::to_string(items.size() - shown) + " more";
   return s + ")";
@@ -34,7 +35,8 @@ std::string summarize(const std::vector<std::string>& items, const std::string& 
 std::string shape_text(const torch::Tensor& t) { return c10::str(t.sizes()); }
 
 bool same_kind(const torch::Tensor& a, const torch::Tensor& b) {
-  return a.is_floating_point() == b.is_floating_point() && (a.scalar_type() == torch::kBool) == (b.scalar_type() == torch::kBool);
+  return a.is_floating_point() == b.is_floating_point() &&
+         (a.scalar_type() == torch::kBool) == (b.scalar_type() == torch::kBool);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -50,8 +52,8 @@ NamedTensors model_state(const torch::nn::Module& model) {
   return state;
 }
 
-WeightsReport load_weights(torch::nn::Module& model, const NamedTensors& tensors, const std::vector<std::string>& exclude,
-                           const std::string& source) {
+WeightsReport load_weights(torch::nn::Module& model, const NamedTensors& tensors,
+                           const std::vector<std::string>& exclude, const std::string& source) {
   std::map<std::string, const torch::Tensor*> file;
   for (const auto& [name, t] : tensors) file[name] = &t;
   WeightsReport report;
@@ -117,7 +119,8 @@ std::string describe(const WeightsReport& r) {
   std::string s = "loaded " + std::to_string(r.loaded.size()) + " tensors (" + std::to_string(r.values) + " values)";
   if (!r.excluded.empty()) s += "; " + summarize(r.excluded, "excluded, kept as initialised");
   if (!r.ignored.empty()) s += "; " + summarize(r.ignored, "excluded from the file, not in the model");
-  if (!r.defaulted.empty()) s += "; " + std::to_string(r.defaulted.size()) + " num_batches_tracked not in the file, left at 0";
+  if (!r.defaulted.empty())
+    s += "; " + std::to_string(r.defaulted.size()) + " num_batches_tracked not in the file, left at 0";
   if (!r.unused_patterns.empty()) s += "; init_exclude pattern(s) matching nothing: " + join(r.unused_patterns);
   return s;
 }

@@ -49,7 +49,8 @@ const ModelRow& model_row(const std::string& arch) {
     if (row.name == arch) return row;
   const std::string guess = closest_match(arch, model_names());
   throw ConfigError("model.arch: unknown architecture \"" + arch + "\"" +
-                    (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") + " (valid: " + join(model_names()) + ")");
+                    (guess.empty() ? "" : "; did you mean \"" + guess + "\"?") + " (valid: " + join(model_names()) +
+                    ")");
 }
 
 ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {

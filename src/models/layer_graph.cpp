@@ -55,9 +55,13 @@ std::string LayerGraph::max_pool(const std::string& x, int64_t kernel, int64_t s
   return append(std::move(l));
 }
 
-std::string LayerGraph::add(const std::string& a, const std::string& b) { return append(make_layer(LayerKind::add, {a, b})); }
+std::string LayerGraph::add(const std::string& a, const std::string& b) {
+  return append(make_layer(LayerKind::add, {a, b}));
+}
 
-std::string LayerGraph::global_avg_pool(const std::string& x) { return append(make_layer(LayerKind::global_avg_pool, {x})); }
+std::string LayerGraph::global_avg_pool(const std::string& x) {
+  return append(make_layer(LayerKind::global_avg_pool, {x}));
+}
 
 std::string LayerGraph::flatten(const std::string& x) { return append(make_layer(LayerKind::flatten, {x})); }
 

@@ -172,13 +172,16 @@ KernelLayout resolve_layout(const ModelConfig& model, const ImageShape& input, c
   using Key = std::tuple<std::string, int, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, bool>;
   static std::mutex mutex;
   static std::map<Key, KernelLayout> cache;
-  const Key key{model.arch, static_cast<int>(model.stem), model.in_channels, model.num_classes, input.height,
-                input.width, input.channels, device.str(), requested};
+  const Key key{model.arch,        static_cast<int>(model.stem),
+                model.in_channels, model.num_classes,
+                input.height,      input.width,
+                input.channels,    device.str(),
+                requested};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    const std::string subject = model.arch + " at " + std::to_string(input.height) + "x" + std::to_string(input.width) +
-                                " on " + device.str();
+    const std::string subject =
+        model.arch + " at " + std::to_string(input.height) + "x" + std::to_string(input.width) + " on " + device.str();
     it = cache.emplace(key, choose_layout(requested, model_layout_probe(model, input, device), subject)).first;
   }
   if (!it->second.mkldnn) at::globalContext().setUserEnabledMkldnn(false);

@@ -13,8 +13,7 @@ constexpr int64_t kBottleneckExpansion = 4;
 int64_t expansion(const ResNetSpec& spec) { return spec.bottleneck ? kBottleneckExpansion : 1; }
 
 nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t groups = 1) {
-  return nn::Conv2d(
-      nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).groups(groups).bias(false));
+  return nn::Conv2d(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).groups(groups).bias(false));
 }
 
 }  // namespace
@@ -53,8 +52,8 @@ ResidualBlock::ResidualBlock(const ResNetSpec& spec, int64_t in_planes, int64_t 
     bn2 = register_module("bn2", SyncBatchNorm2d(planes));
   }
   if (stride != 1 || in_planes != out_planes)
-    downsample = register_module("downsample", nn::Sequential(conv(in_planes, out_planes, 1, stride),
-                                                              SyncBatchNorm2d(out_planes)));
+    downsample = register_module("downsample",
+                                 nn::Sequential(conv(in_planes, out_planes, 1, stride), SyncBatchNorm2d(out_planes)));
 }
 
 torch::Tensor ResidualBlock::forward(torch::Tensor x) {
@@ -68,13 +67,12 @@ torch::Tensor ResidualBlock::forward(torch::Tensor x) {
 std::string ResidualBlock::describe(LayerGraph& g, const std::string& x, const std::string& prefix) const {
   std::string out = g.relu(g.batch_norm(g.conv(x, prefix + ".conv1", *conv1), prefix + ".bn1", bn1->eps()));
   out = g.batch_norm(g.conv(out, prefix + ".conv2", *conv2), prefix + ".bn2", bn2->eps());
-  if (bottleneck_)
-    out = g.batch_norm(g.conv(g.relu(out), prefix + ".conv3", *conv3), prefix + ".bn3", bn3->eps());
+  if (bottleneck_) out = g.batch_norm(g.conv(g.relu(out), prefix + ".conv3", *conv3), prefix + ".bn3", bn3->eps());
   std::string shortcut = x;
   if (downsample) {
     const auto parts = downsample->children();
-    shortcut = g.batch_norm(g.conv(x, prefix + ".downsample.0", *parts[0]->as<nn::Conv2d>()),
-                            prefix + ".downsample.1", parts[1]->as<SyncBatchNorm2d>()->eps());
+    shortcut = g.batch_norm(g.conv(x, prefix + ".downsample.0", *parts[0]->as<nn::Conv2d>()), prefix + ".downsample.1",
+                            parts[1]->as<SyncBatchNorm2d>()->eps());
   }
   return g.relu(g.add(out, shortcut));
 }

@@ -49,7 +49,8 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     ctx->saved_data["count"] = count;
     // The module outlives its backward pass (it holds the parameters the graph updates), so its sum is safe to keep.
     ctx->saved_data["sum"] = reinterpret_cast<int64_t>(sum);
-    return torch::addcmul(per_channel(shift).to(input.scalar_type()), input, per_channel(scale).to(input.scalar_type()));
+    return torch::addcmul(per_channel(shift).to(input.scalar_type()), input,
+                          per_channel(scale).to(input.scalar_type()));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -68,10 +69,17 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     const auto all_dy = totals.slice(0, 0, channels).to(type) / count;
     const auto all_dy_xmu = totals.slice(0, channels).to(type) / count;
     const auto k = weight * invstd;
-    auto grad_input = dy * per_channel(k) - per_channel(k * all_dy) - xmu * per_channel(k * invstd * invstd * all_dy_xmu);
+    auto grad_input =
+        dy * per_channel(k) - per_channel(k * all_dy) - xmu * per_channel(k * invstd * invstd * all_dy_xmu);
     // The parameters' gradients are this rank's own; the gradient all-reduce sums them like every other.
-    return {grad_input.to(input.scalar_type()), sum_dy_xmu * invstd, sum_dy, torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {grad_input.to(input.scalar_type()),
+            sum_dy_xmu * invstd,
+            sum_dy,
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -97,8 +105,9 @@ torch::Tensor SyncBatchNorm2dImpl::forward(const torch::Tensor& input) {
     return SyncBatchNormFunction::apply(input, weight, bias, running_mean, running_var, momentum_, eps_, &sum_);
   // torch::nn::BatchNorm2d's own computation.
   namespace F = torch::nn::functional;
-  return F::batch_norm(input, running_mean, running_var,
-                       F::BatchNormFuncOptions().weight(weight).bias(bias).training(is_training()).momentum(momentum_).eps(eps_));
+  return F::batch_norm(
+      input, running_mean, running_var,
+      F::BatchNormFuncOptions().weight(weight).bias(bias).training(is_training()).momentum(momentum_).eps(eps_));
 }
 
 void SyncBatchNorm2dImpl::pretty_print(std::ostream& stream) const {

@@ -43,9 +43,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimConfig& optim
       return std::make_unique<torch::optim::SGD>(groups(std::move(split), options, optim.weight_decay), options);
     }
     case OptimizerKind::adamw: {
-      const auto options = torch::optim::AdamWOptions(optim.lr)
-                               .betas({optim.betas.at(0), optim.betas.at(1)})
-                               .eps(optim.eps);
+      const auto options =
+          torch::optim::AdamWOptions(optim.lr).betas({optim.betas.at(0), optim.betas.at(1)}).eps(optim.eps);
       return std::make_unique<torch::optim::AdamW>(groups(std::move(split), options, optim.weight_decay), options);
     }
   }

@@ -101,7 +101,8 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
 
   for (double t = y0; t <= y1 + ystep * 1e-6; t += ystep) {
     const int y = py(t);
-    if (y > plot.y && y < plot.y + plot.height - 1) cv::line(canvas, {plot.x + 1, y}, {plot.x + plot.width - 2, y}, kGridline);
+    if (y > plot.y && y < plot.y + plot.height - 1)
+      cv::line(canvas, {plot.x + 1, y}, {plot.x + plot.width - 2, y}, kGridline);
     cv::line(canvas, {plot.x - 5, y}, {plot.x, y}, kInk);
     const std::string label = tick_label(t, ystep);
     put_text(canvas, label, plot.x - 9 - text_size(label, 0.45).width, y, 0.45, kInk);
@@ -109,7 +110,8 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
   for (double t : xt) {
     if (t < x0 - 1e-9 || t > x1 + 1e-9) continue;
     const int x = px(t);
-    if (x > plot.x && x < plot.x + plot.width - 1) cv::line(canvas, {x, plot.y + 1}, {x, plot.y + plot.height - 2}, kGridline);
+    if (x > plot.x && x < plot.x + plot.width - 1)
+      cv::line(canvas, {x, plot.y + 1}, {x, plot.y + plot.height - 2}, kGridline);
     cv::line(canvas, {x, plot.y + plot.height}, {x, plot.y + plot.height + 5}, kInk);
     put_text_centered(canvas, tick_label(t, xstep), x, plot.y + plot.height + 18, 0.45, kInk);
   }
@@ -118,7 +120,8 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
   for (const auto& [x, label] : panel.x_marks) {
     if (!finite(x) || x < x0 || x > x1) continue;
     const int gx = px(x);
-    for (int y = plot.y + 1; y < plot.y + plot.height - 1; y += 8) cv::line(canvas, {gx, y}, {gx, std::min(y + 3, plot.y + plot.height - 2)}, kGrey);
+    for (int y = plot.y + 1; y < plot.y + plot.height - 1; y += 8)
+      cv::line(canvas, {gx, y}, {gx, std::min(y + 3, plot.y + plot.height - 2)}, kGrey);
     const int w = text_size(label, 0.4).width;
     if (gx - w / 2 > last_label_right + 6) {
       put_text_centered(canvas, label, gx, plot.y - 9, 0.4, kGrey);
@@ -194,8 +197,7 @@ std::string tick_label(double value, double spacing) {
   return buf;
 }
 
-cv::Mat draw_panels(const std::vector<Panel>& panels, int columns, const std::string& title, int panel_w,
-                    int panel_h) {
+cv::Mat draw_panels(const std::vector<Panel>& panels, int columns, const std::string& title, int panel_w, int panel_h) {
   const int rows = (static_cast<int>(panels.size()) + columns - 1) / columns;
   const int header = 44;
   cv::Mat canvas(header + rows * panel_h, columns * panel_w, CV_8UC3, kWhite);

@@ -19,8 +19,8 @@ double number(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : MetricsRow::none;
 }
 
-Series series_of(const std::vector<MetricsRow>& rows, const std::string& kind, double MetricsRow::*value,
-                 bool by_epoch, std::string label, cv::Scalar colour, bool markers) {
+Series series_of(const std::vector<MetricsRow>& rows, const std::string& kind, double MetricsRow::*value, bool by_epoch,
+                 std::string label, cv::Scalar colour, bool markers) {
   Series s{std::move(label), {}, {}, colour, true, markers};
   for (const auto& r : rows)
     if (r.kind == kind) {
@@ -107,8 +107,8 @@ fs::path plot_run(const fs::path& run_dir) {
   }
   fs::path name = fs::absolute(run_dir).lexically_normal();
   if (name.filename().empty()) name = name.parent_path();  // "runs/x/"
-  const std::string title = name.filename().string() + ": " +
-                            std::to_string(epochs) + " epoch(s), " + std::to_string(steps) + " step(s)";
+  const std::string title =
+      name.filename().string() + ": " + std::to_string(epochs) + " epoch(s), " + std::to_string(steps) + " step(s)";
   const fs::path png = run_dir / "curves.png";
   write_png(png, draw_curves(rows, title));
   return png;

@@ -50,12 +50,9 @@ int StopSignals::pending() const { return received; }
 
 const char* signal_name(int signal) {
   switch (signal) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    default:
-      return "a signal";
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    default: return "a signal";
   }
 }
 

@@ -27,19 +27,32 @@ nlohmann::json cases(int channels) {
   nlohmann::json out = nlohmann::json::array();
   const nlohmann::json fill = channels == 3 ? nlohmann::json{12, 200, 7} : nlohmann::json{77};
   const std::vector<std::pair<std::string, std::vector<double>>> geometric = {
-      {"ShearX", {0.3, -0.17, 0.99}},  {"ShearY", {0.29, -0.5}}, {"TranslateX", {12.7, -30}},
-      {"TranslateY", {5, -17.9}},      {"Rotate", {30, -12.3, 90, -90, 135, 180, 4.5}}};
+      {"ShearX", {0.3, -0.17, 0.99}},
+      {"ShearY", {0.29, -0.5}},
+      {"TranslateX", {12.7, -30}},
+      {"TranslateY", {5, -17.9}},
+      {"Rotate", {30, -12.3, 90, -90, 135, 180, 4.5}}};
   for (const std::string interpolation : {"nearest", "bilinear", "bicubic"})
     for (const auto& [op, magnitudes] : geometric)
       for (double m : magnitudes)
-        out.push_back({{"op", op}, {"magnitude", m}, {"interpolation", interpolation},
+        out.push_back({{"op", op},
+                       {"magnitude", m},
+                       {"interpolation", interpolation},
                        {"fill", interpolation == "nearest" ? nlohmann::json() : fill}});
-  const std::vector<std::pair<std::string, std::vector<double>>> tone = {
-      {"Brightness", {0.5, -0.9, 0.33}},   {"Color", {0.6, -0.9, 0.99}},    {"Contrast", {0.4, -0.5, 0.99, -0.99}},
-      {"Sharpness", {0.9, -0.9, 0.3}},     {"Posterize", {1, 4, 7, 8}},     {"Solarize", {255, 127.5, 8.5, 0}},
-      {"AutoContrast", {0}},               {"Equalize", {0}},               {"Invert", {0}},
-      {"Identity", {0}},                   {"hue", {0.1, -0.3, 0.5, -0.5, 0.02}},
-      {"brightness", {1.3, 0.6}},          {"contrast", {0.7, 1.8}},        {"saturation", {1.4, 0.2}}};
+  const std::vector<std::pair<std::string, std::vector<double>>> tone = {{"Brightness", {0.5, -0.9, 0.33}},
+                                                                         {"Color", {0.6, -0.9, 0.99}},
+                                                                         {"Contrast", {0.4, -0.5, 0.99, -0.99}},
+                                                                         {"Sharpness", {0.9, -0.9, 0.3}},
+                                                                         {"Posterize", {1, 4, 7, 8}},
+                                                                         {"Solarize", {255, 127.5, 8.5, 0}},
+                                                                         {"AutoContrast", {0}},
+                                                                         {"Equalize", {0}},
+                                                                         {"Invert", {0}},
+                                                                         {"Identity", {0}},
+                                                                         {"hue", {0.1, -0.3, 0.5, -0.5, 0.02}},
+                                                                         {"brightness", {1.3, 0.6}},
+                                                                         {"contrast", {0.7, 1.8}},
+                                                                         {"saturation", {1.4, 0.2}}};
   for (const auto& [op, magnitudes] : tone)
     for (double m : magnitudes) out.push_back({{"op", op}, {"magnitude", m}});
   return out;
@@ -63,7 +76,8 @@ void apply_case(const nlohmann::json& c, cv::Mat& image) {
                     : interpolation == "bilinear" ? Interpolation::bilinear
                                                   : Interpolation::bicubic;
   if (c.contains("fill") && !c["fill"].is_null())
-    for (size_t k = 0; k < 3; ++k) s.fill[k] = static_cast<uint8_t>(c["fill"][std::min(k, c["fill"].size() - 1)].get<int>());
+    for (size_t k = 0; k < 3; ++k)
+      s.fill[k] = static_cast<uint8_t>(c["fill"][std::min(k, c["fill"].size() - 1)].get<int>());
   apply_op(image, ops.at(op), m, s);
 }
 
@@ -92,9 +106,9 @@ TEST_P(AugmentParity, OpsEqualTorchvisionOnPilImagesByteForByte) {
         << name << " has no parity case";
   }
   write_text(dir / "cases.json", all.dump());
-  const auto python = run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
-                                           "/tests/interop/pil_augment.py " + image_path.string() + " " +
-                                           (dir / "cases.json").string() + " " + dir.path().string());
+  const auto python =
+      run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR "/tests/interop/pil_augment.py " +
+                  image_path.string() + " " + (dir / "cases.json").string() + " " + dir.path().string());
   ASSERT_EQ(python.exit_code, 0) << python.output;
   for (size_t i = 0; i < all.size(); ++i) {
     cv::Mat out = decoded.clone();
@@ -131,14 +145,15 @@ TEST(AugmentParity, MagnitudeTablesEqualTorchvisions) {
                                      {"augmix", AutoAugmentKind::augmix, 10}};
   // Every policy with an op table is compared.
   for (const auto& row : policy_rows())
-    EXPECT_TRUE(!row.space || std::any_of(spaces.begin(), spaces.end(), [&](const Space& s) { return s.kind == row.kind; }))
+    EXPECT_TRUE(!row.space ||
+                std::any_of(spaces.begin(), spaces.end(), [&](const Space& s) { return s.kind == row.kind; }))
         << enum_name(auto_augment_kinds(), row.kind) << " has no magnitude-table case";
   nlohmann::json list = nlohmann::json::array();
   for (const auto& s : spaces) list.push_back({{"space", s.name}, {"bins", s.bins}, {"height", 176}, {"width", 233}});
   write_text(dir / "cases.json", list.dump());
-  const auto python = run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
-                                           "/tests/interop/pil_augment.py " + image_path.string() + " " +
-                                           (dir / "cases.json").string() + " " + dir.path().string());
+  const auto python =
+      run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR "/tests/interop/pil_augment.py " +
+                  image_path.string() + " " + (dir / "cases.json").string() + " " + dir.path().string());
   ASSERT_EQ(python.exit_code, 0) << python.output;
   for (size_t i = 0; i < spaces.size(); ++i) {
     // Key order is torchvision's dict order, which its policies index into.

@@ -51,14 +51,16 @@ TEST(Cli, BadConfigIsOneLineAndExit2) {
   const auto r = trainer_cli("--config " + run.config.string() + " --set optim.lr=-1 -o " + (run.dir / "r").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output, "error: config: optim.lr: expected a number > 0, got -1\n");
-  const auto typo = trainer_cli("--config " + run.config.string() + " --set train.epoch=3 -o " + (run.dir / "r").string());
+  const auto typo =
+      trainer_cli("--config " + run.config.string() + " --set train.epoch=3 -o " + (run.dir / "r").string());
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.output.find("train.epoch: unknown key; did you mean \"epochs\"?"), std::string::npos) << typo.output;
   const auto names = trainer_cli("--config " + run.config.string() + " --set 'data.class_names=[\"a\",\"b\"]' -o " +
                                  (run.dir / "r").string());
   EXPECT_EQ(names.exit_code, 2);
   EXPECT_EQ(names.output, "error: config: data.class_names: expected model.num_classes (10) names, got 2\n");
-  const auto arch = trainer_cli("--config " + run.config.string() + " --set model.arch=resnet9 -o " + (run.dir / "r").string());
+  const auto arch =
+      trainer_cli("--config " + run.config.string() + " --set model.arch=resnet9 -o " + (run.dir / "r").string());
   EXPECT_EQ(arch.exit_code, 2);
   EXPECT_NE(arch.output.find("valid: mnist_cnn"), std::string::npos) << arch.output;
 }
@@ -84,8 +86,8 @@ TEST(Cli, TrainEvalResumeEndToEnd) {
   EXPECT_EQ(resolved["run"]["name"], "config");
 
   // The generated classes are easy: well above the 10% of chance after 2 epochs.
-  const auto eval = trainer_cli("eval --checkpoint " + (out / "best.pt").string() + " --output " +
-                                (run.dir / "eval.json").string());
+  const auto eval =
+      trainer_cli("eval --checkpoint " + (out / "best.pt").string() + " --output " + (run.dir / "eval.json").string());
   ASSERT_EQ(eval.exit_code, 0) << eval.output;
   const json result = json::parse(read_text(run.dir / "eval.json"));
   EXPECT_EQ(result["images"], 256);
@@ -128,7 +130,8 @@ TEST(Cli, ResumeWithAnotherModelIsRefused) {
   SmallRun run(json{{"train", {{"epochs", 1}}}, {"data", {{"limit_train", 64}, {"limit_eval", 100}}}});
   const fs::path out = run.dir / "run";
   ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + out.string()).exit_code, 0);
-  const auto r = trainer_cli("--resume " + (out / "last.pt").string() + " --set model.num_classes=12 --set train.epochs=2");
+  const auto r =
+      trainer_cli("--resume " + (out / "last.pt").string() + " --set model.num_classes=12 --set train.epochs=2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("cannot continue with model.num_classes: 10 -> 12"), std::string::npos) << r.output;
   const auto e = trainer_cli("eval --checkpoint " + (out / "last.pt").string() + " --set model.dropout=0.5");
@@ -152,7 +155,9 @@ TEST(Cli, NonFiniteLossStopsTheRunAndWritesNoCheckpoint) {
   const fs::path out = run.dir / "run";
   const auto r = trainer_cli("--config " + run.config.string() + " --set optim.lr=1e30 -o " + out.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("error: train: the training loss is -nan at step 2; no checkpoint was written yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error: train: the training loss is -nan at step 2; no checkpoint was written yet"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("no checkpoint was written yet"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(out / "last.pt"));
 }
@@ -160,8 +165,8 @@ TEST(Cli, NonFiniteLossStopsTheRunAndWritesNoCheckpoint) {
 // With clipping the gradient norm stays on the device between log lines; a non-finite one is still caught at
 // the interval's end, named with the interval's steps, and nothing is saved.
 TEST(Cli, NonFiniteGradientNormIsCaughtAtTheLogInterval) {
-  SmallRun run(json{{"train", {{"epochs", 1}, {"log_every", 3}, {"clip_grad_norm", 1.0}}},
-                    {"data", {{"limit_train", 128}}}});
+  SmallRun run(
+      json{{"train", {{"epochs", 1}, {"log_every", 3}, {"clip_grad_norm", 1.0}}}, {"data", {{"limit_train", 128}}}});
   const fs::path out = run.dir / "run";
   const auto r = trainer_cli("--config " + run.config.string() + " --set optim.lr=1e30 -o " + out.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -182,7 +187,8 @@ TEST(Cli, TheLastBatchOfOneImageIsDroppedForABatchNormModel) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("the last batch of each epoch holds 1 of 49 training images, and a model with BatchNorm "
                           "needs 2 images per process to train: it is dropped (data.drop_last auto)"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("training 1 epochs x 6 steps"), std::string::npos) << r.output;
   EXPECT_EQ(LoadedCheckpoint(dir / "run" / "last.pt").meta().step, 6);
 
@@ -190,16 +196,22 @@ TEST(Cli, TheLastBatchOfOneImageIsDroppedForABatchNormModel) {
                                    (dir / "run2").string());
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("error: config: data.drop_last: false keeps a last batch too small to train on"),
-            std::string::npos) << refused.output;
+            std::string::npos)
+      << refused.output;
   EXPECT_FALSE(fs::exists(dir / "run2" / "last.pt"));
 }
 
 TEST(Cli, SyntheticDataNeedsNoFiles) {
   TempDir dir;
   const json config = {{"run", {{"threads", 2}}},
-                       {"data", {{"kind", "synthetic"}, {"batch_size", 16}, {"eval_batch_size", 32}, {"workers", 1},
-                                 {"mean", {0.25}}, {"std", {0.3}},
-                                 {"synthetic", {{"train_size", 96}, {"eval_size", 48}, {"height", 12}, {"width", 12}}}}},
+                       {"data",
+                        {{"kind", "synthetic"},
+                         {"batch_size", 16},
+                         {"eval_batch_size", 32},
+                         {"workers", 1},
+                         {"mean", {0.25}},
+                         {"std", {0.3}},
+                         {"synthetic", {{"train_size", 96}, {"eval_size", 48}, {"height", 12}, {"width", 12}}}}},
                        {"model", {{"num_classes", 3}}},
                        {"train", {{"epochs", 2}}}};
   write_text(dir / "synthetic.json", config.dump());

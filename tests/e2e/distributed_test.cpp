@@ -17,8 +17,8 @@ CommandResult run_ranks(int world, const std::string& args, const fs::path& logs
                         const std::string& around = "", const std::string& env = "") {
   std::string script = around.empty() ? "" : around + " > /dev/null 2>&1 & around=$!; ";
   for (int r = 0; r < world; ++r)
-    script += env + " RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) + " LOCAL_RANK=" +
-              std::to_string(r) + " LOCAL_WORLD_SIZE=" + std::to_string(world) +
+    script += env + " RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) +
+              " LOCAL_RANK=" + std::to_string(r) + " LOCAL_WORLD_SIZE=" + std::to_string(world) +
               " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + TRAINER_BIN + " " + args + " > " +
               (logs / ("rank" + std::to_string(r) + ".log")).string() + " 2>&1 & p" + std::to_string(r) + "=$!; ";
   for (int r = 0; r < world; ++r)
@@ -65,21 +65,25 @@ TEST(Distributed, TwoRanksTrainLikeOneProcessWithTheGlobalBatch) {
   write_text(dir / "c.json", c.dump());
   const auto single = trainer_cli("--config " + (dir / "c.json").string() + " -o " + (dir / "one").string());
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto ranks = run_ranks(2, "--config " + (dir / "c.json").string() + " -o " + (dir / "two").string(), dir.path());
+  const auto ranks =
+      run_ranks(2, "--config " + (dir / "c.json").string() + " -o " + (dir / "two").string(), dir.path());
   ASSERT_NE(ranks.output.find("rank 0 exit 0"), std::string::npos) << ranks.output;
   ASSERT_NE(ranks.output.find("rank 1 exit 0"), std::string::npos) << ranks.output;
-  EXPECT_NE(ranks.output.find("data-parallel: rank 0 of 2 (torchrun launcher, gloo)"), std::string::npos) << ranks.output;
+  EXPECT_NE(ranks.output.find("data-parallel: rank 0 of 2 (torchrun launcher, gloo)"), std::string::npos)
+      << ranks.output;
   EXPECT_NE(ranks.output.find("eval epoch 2: "), std::string::npos) << ranks.output;
   EXPECT_NE(ranks.output.find("/75) top5"), std::string::npos) << ranks.output;
   for (const char* epoch : {"epoch 1/2 done", "epoch 2/2 done"}) {  // the ranks' weights, compared bit for bit
     const size_t line = ranks.output.find(epoch);
     ASSERT_NE(line, std::string::npos) << ranks.output;
     EXPECT_NE(ranks.output.substr(line, ranks.output.find('\n', line) - line).find("weights identical on 2 ranks"),
-              std::string::npos) << ranks.output;
+              std::string::npos)
+        << ranks.output;
   }
 
   expect_near(weights(dir / "one" / "last.pt"), weights(dir / "two" / "last.pt"));
-  EXPECT_EQ(LoadedCheckpoint(dir / "two" / "last.pt").meta().step, LoadedCheckpoint(dir / "one" / "last.pt").meta().step);
+  EXPECT_EQ(LoadedCheckpoint(dir / "two" / "last.pt").meta().step,
+            LoadedCheckpoint(dir / "one" / "last.pt").meta().step);
 }
 
 // model.sync_batchnorm: a BatchNorm ResNet's first step on 2 ranks x 16 is one process's step on 32. Every
@@ -92,7 +96,8 @@ TEST(Distributed, SyncBatchNormTrainsLikeOneProcess) {
   TempDir dir;
   write_mnist_dir(dir / "data", 96, 20);
   auto c = small_run_config(dir / "data");
-  c.merge_patch({{"run", {{"threads", 1}}}, {"data", {{"workers", 1}}},
+  c.merge_patch({{"run", {{"threads", 1}}},
+                 {"data", {{"workers", 1}}},
                  {"model", {{"arch", "resnet18"}, {"stem", "small"}, {"sync_batchnorm", true}}},
                  {"train", {{"epochs", 1}, {"log_every", 1}}}});
   write_text(dir / "c.json", c.dump());
@@ -103,7 +108,8 @@ TEST(Distributed, SyncBatchNormTrainsLikeOneProcess) {
   ASSERT_NE(ranks.output.find("rank 0 exit 0"), std::string::npos) << ranks.output;
   ASSERT_NE(ranks.output.find("rank 1 exit 0"), std::string::npos) << ranks.output;
   EXPECT_NE(ranks.output.find("model.sync_batchnorm: 20 BatchNorm layers take their statistics over 2 ranks"),
-            std::string::npos) << ranks.output;
+            std::string::npos)
+      << ranks.output;
   ModelConfig m;
   m.num_classes = 10;
   m.arch = "resnet18";
@@ -131,16 +137,18 @@ TEST(Distributed, LauncherStopsAllRanksOnSigtermAndTheRunResumesExactly) {
   TempDir dir;
   write_mnist_dir(dir / "data", 256, 64);
   auto c = small_run_config(dir / "data");
-  c.merge_patch({{"run", {{"threads", 1}}}, {"data", {{"workers", 1}, {"batch_size", 16}}},
-                 {"model", {{"dropout", 0.3}}}, {"train", {{"epochs", 3}, {"log_every", 1}}}});
+  c.merge_patch({{"run", {{"threads", 1}}},
+                 {"data", {{"workers", 1}, {"batch_size", 16}}},
+                 {"model", {{"dropout", 0.3}}},
+                 {"train", {{"epochs", 3}, {"log_every", 1}}}});
   write_text(dir / "c.json", c.dump());
   const std::string config = "--config " + (dir / "c.json").string();
   const auto straight = trainer_cli(config + " --nproc-per-node 2 -o " + (dir / "straight").string());
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
   EXPECT_NE(straight.output.find("data-parallel: rank 0 of 2 (torchrun launcher, gloo)"), std::string::npos);
 
-  const auto stopped = run_until(config + " --nproc-per-node 2 -o " + (dir / "stopped").string(),
-                                 dir / "stopped.log", "epoch 1 step 3/", "kill -TERM $p");
+  const auto stopped = run_until(config + " --nproc-per-node 2 -o " + (dir / "stopped").string(), dir / "stopped.log",
+                                 "epoch 1 step 3/", "kill -TERM $p");
   ASSERT_NE(stopped.output.find("exit 143"), std::string::npos) << stopped.output;
   ASSERT_NE(stopped.output.find("stopped by SIGTERM after step"), std::string::npos) << stopped.output;
   const int64_t step = LoadedCheckpoint(dir / "stopped" / "last.pt").meta().step;
@@ -167,11 +175,13 @@ TEST(Distributed, ARankKilledEndsTheLaunchNamingIt) {
   TempDir dir;
   write_mnist_dir(dir / "data", 256, 64);
   auto c = small_run_config(dir / "data");
-  c.merge_patch({{"run", {{"threads", 1}, {"dist_timeout_s", 60}}}, {"data", {{"workers", 1}, {"batch_size", 16}}},
+  c.merge_patch({{"run", {{"threads", 1}, {"dist_timeout_s", 60}}},
+                 {"data", {{"workers", 1}, {"batch_size", 16}}},
                  {"train", {{"epochs", 50}, {"log_every", 1}}}});
   write_text(dir / "c.json", c.dump());
-  const auto r = run_until("--config " + (dir / "c.json").string() + " --nproc-per-node 2 -o " + (dir / "run").string(),
-                           dir / "run.log", "epoch 1 step 2/", "kill -KILL $(cut -d\" \" -f2 /proc/$p/task/$p/children)");
+  const auto r =
+      run_until("--config " + (dir / "c.json").string() + " --nproc-per-node 2 -o " + (dir / "run").string(),
+                dir / "run.log", "epoch 1 step 2/", "kill -KILL $(cut -d\" \" -f2 /proc/$p/task/$p/children)");
   EXPECT_NE(r.output.find("exit 1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("error: train: rank 1 of 2 was killed by signal 9"), std::string::npos) << r.output;
 }
@@ -187,14 +197,14 @@ TEST(Distributed, TorchrunStartsTheRanks) {
   TempDir dir;
   write_mnist_dir(dir / "data", 128, 32);
   auto c = small_run_config(dir / "data");
-  c.merge_patch({{"run", {{"threads", 1}, {"dist_timeout_s", 60}}}, {"data", {{"workers", 1}}}, {"train", {{"epochs", 1}}}});
+  c.merge_patch(
+      {{"run", {{"threads", 1}, {"dist_timeout_s", 60}}}, {"data", {{"workers", 1}}}, {"train", {{"epochs", 1}}}});
   write_text(dir / "c.json", c.dump());
   const std::string args = "--config " + (dir / "c.json").string() + " -o " + (dir / "run").string();
   const int port = free_loopback_port();
-  const bool torchrun_works =
-      run_command(python + " -m torch.distributed.run --nproc_per_node 1 --master_port " + std::to_string(port) +
-                  " --no_python /bin/true")
-          .exit_code == 0;
+  const bool torchrun_works = run_command(python + " -m torch.distributed.run --nproc_per_node 1 --master_port " +
+                                          std::to_string(port) + " --no_python /bin/true")
+                                  .exit_code == 0;
   CommandResult r;
   if (torchrun_works) {
     r = run_command(python + " -m torch.distributed.run --nproc_per_node 2 --master_port " + std::to_string(port) +

@@ -11,13 +11,14 @@ inline CommandResult trainer_cli(const std::string& args) { return run_command(s
 
 // A small, fast run: 512 train / 256 test images of 28x28, mnist_cnn, 2 threads, 2 loader workers.
 inline nlohmann::json small_run_config(const fs::path& data_root) {
-  return {{"run", {{"seed", 3}, {"threads", 2}}},
-          {"data", {{"kind", "mnist"}, {"root", data_root.string()}, {"batch_size", 32}, {"eval_batch_size", 100},
-                    {"workers", 2}}},
-          {"model", {{"arch", "mnist_cnn"}, {"num_classes", 10}}},
-          {"optim", {{"lr", 0.05}, {"momentum", 0.9}, {"weight_decay", 1e-4}}},
-          {"schedule", {{"kind", "cosine"}, {"warmup_steps", 5}}},
-          {"train", {{"epochs", 2}, {"log_every", 4}}}};
+  return {
+      {"run", {{"seed", 3}, {"threads", 2}}},
+      {"data",
+       {{"kind", "mnist"}, {"root", data_root.string()}, {"batch_size", 32}, {"eval_batch_size", 100}, {"workers", 2}}},
+      {"model", {{"arch", "mnist_cnn"}, {"num_classes", 10}}},
+      {"optim", {{"lr", 0.05}, {"momentum", 0.9}, {"weight_decay", 1e-4}}},
+      {"schedule", {{"kind", "cosine"}, {"warmup_steps", 5}}},
+      {"train", {{"epochs", 2}, {"log_every", 4}}}};
 }
 
 struct SmallRun {

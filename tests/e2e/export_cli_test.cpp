@@ -3,15 +3,15 @@
 // with --ema, the files opened by Python's onnx checker, torch.jit.load and torchvision (skipped with a message
 // when absent), and each mistake a one-line error with exit code 2 that leaves no file behind.
 #include <gtest/gtest.h>
-#include <opencv2/imgcodecs.hpp>
 #include <torch/script.h>
 #include <torch/torch.h>
+#include <opencv2/imgcodecs.hpp>
 
 #include <set>
 
 #include "e2e/e2e_support.hpp"
-#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/deploy/export_format.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
 
@@ -28,11 +28,16 @@ class ExportCli : public ::testing::Test {
     dir_ = new testing::TempDir();
     const json config = {
         {"run", {{"name", "deploy"}, {"seed", 5}, {"threads", 2}, {"plot", false}, {"tensorboard", false}}},
-        {"data", {{"kind", "synthetic"}, {"batch_size", 16}, {"eval_batch_size", 32}, {"workers", 1},
-                  {"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}},
-                  {"synthetic", {{"train_size", 96}, {"eval_size", 32}, {"height", 32}, {"width", 32}, {"channels", 3}}}}},
-        {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"num_classes", 10}, {"dropout", 0.2},
-                   {"channels_last", "true"}}},
+        {"data",
+         {{"kind", "synthetic"},
+          {"batch_size", 16},
+          {"eval_batch_size", 32},
+          {"workers", 1},
+          {"mean", {0.485, 0.456, 0.406}},
+          {"std", {0.229, 0.224, 0.225}},
+          {"synthetic", {{"train_size", 96}, {"eval_size", 32}, {"height", 32}, {"width", 32}, {"channels", 3}}}}},
+        {"model",
+         {{"arch", "resnet18"}, {"in_channels", 3}, {"num_classes", 10}, {"dropout", 0.2}, {"channels_last", "true"}}},
         {"optim", {{"lr", 0.02}}},
         {"train", {{"epochs", 1}, {"ema", {{"enabled", true}, {"decay", 0.9}}}}}};
     testing::write_text(*dir_ / "deploy.json", config.dump());
@@ -80,7 +85,8 @@ TEST_F(ExportCli, EachFormatRunsAndPredictsAsTheCheckpoint) {
     ASSERT_EQ(got.size(), reference.size()) << name;
     for (size_t i = 0; i < got.size(); ++i)
       for (size_t k = 0; k < 5; ++k) {
-        EXPECT_EQ(got[i]["top"][k]["class"], reference[i]["top"][k]["class"]) << name << " image " << i << " rank " << k;
+        EXPECT_EQ(got[i]["top"][k]["class"], reference[i]["top"][k]["class"])
+            << name << " image " << i << " rank " << k;
         EXPECT_NEAR(got[i]["top"][k]["prob"].get<double>(), reference[i]["top"][k]["prob"].get<double>(), 1e-5) << name;
       }
   }
@@ -92,7 +98,8 @@ TEST_F(ExportCli, EachFormatRunsAndPredictsAsTheCheckpoint) {
   ASSERT_EQ(weights.exit_code, 0) << weights.output;
   EXPECT_NE(weights.output.find("weights only"), std::string::npos) << weights.output;
   // bench predict times the same files: as many timed passes as asked, at the batch asked.
-  const auto bench = trainer_cli("bench predict --model " + (*dir_ / "m.pt").string() + " --batch 3 --warmup 1 --runs 4 --json");
+  const auto bench =
+      trainer_cli("bench predict --model " + (*dir_ / "m.pt").string() + " --batch 3 --warmup 1 --runs 4 --json");
   ASSERT_EQ(bench.exit_code, 0) << bench.output;
   const json timing = json::parse(bench.output.substr(bench.output.find('{')));
   EXPECT_EQ(timing["ms"].size(), 4u);
@@ -105,10 +112,8 @@ torch::Tensor checkpoint_logits(const fs::path& path, bool ema, const torch::Ten
   const LoadedCheckpoint checkpoint(path);
   const Config c = config_for_checkpoint(checkpoint, "", {}).config;
   auto model = build_model(c.model, checkpoint.meta().input);
-  if (ema)
-    EXPECT_TRUE(checkpoint.restore_ema(*model));
-  else
-    checkpoint.restore_model(*model);
+  if (ema) EXPECT_TRUE(checkpoint.restore_ema(*model));
+  else checkpoint.restore_model(*model);
   model->eval();
   torch::NoGradGuard no_grad;
   return model->forward(x);
@@ -190,12 +195,16 @@ TEST_F(ExportCli, MistakesAreOneLineErrorsAndLeaveNoFile) {
   ASSERT_EQ(export_to(d / "w.safetensors").exit_code, 0);
   // A checkpoint without EMA weights: a small mnist_cnn run.
   const json small = {{"run", {{"threads", 2}, {"plot", false}, {"tensorboard", false}}},
-                      {"data", {{"kind", "synthetic"}, {"batch_size", 16}, {"workers", 1},
-                                {"synthetic", {{"train_size", 32}, {"eval_size", 16}, {"height", 12}, {"width", 12}}}}},
+                      {"data",
+                       {{"kind", "synthetic"},
+                        {"batch_size", 16},
+                        {"workers", 1},
+                        {"synthetic", {{"train_size", 32}, {"eval_size", 16}, {"height", 12}, {"width", 12}}}}},
                       {"model", {{"arch", "mnist_cnn"}, {"num_classes", 10}}},
                       {"train", {{"epochs", 1}}}};
   testing::write_text(*dir_ / "small.json", small.dump());
-  ASSERT_EQ(trainer_cli("--config " + (*dir_ / "small.json").string() + " -o " + (*dir_ / "small").string()).exit_code, 0);
+  ASSERT_EQ(trainer_cli("--config " + (*dir_ / "small.json").string() + " -o " + (*dir_ / "small").string()).exit_code,
+            0);
   const std::string ck = " --checkpoint " + checkpoint().string();
   const std::string out = " -o " + (d / "out.onnx").string();
   const std::vector<std::pair<std::string, std::string>> cases{

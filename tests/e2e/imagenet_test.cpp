@@ -20,8 +20,13 @@ struct FolderRun {
   explicit FolderRun(json overrides = json::object(), ImageFolderSpec spec = {}) {
     write_image_folder(dir / "imagenet", spec);
     json c = {{"run", {{"seed", 4}, {"threads", 2}}},
-              {"data", {{"kind", "imagenet"}, {"root", (dir / "imagenet").string()}, {"batch_size", 4},
-                        {"eval_batch_size", 4}, {"workers", 2}, {"augment", {{"image_size", 32}}}}},
+              {"data",
+               {{"kind", "imagenet"},
+                {"root", (dir / "imagenet").string()},
+                {"batch_size", 4},
+                {"eval_batch_size", 4},
+                {"workers", 2},
+                {"augment", {{"image_size", 32}}}}},
               {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"stem", "small"}}},
               {"optim", {{"lr", 0.05}}},
               {"train", {{"epochs", 2}, {"log_every", 1}}}};
@@ -57,7 +62,8 @@ TEST(ImageNetLayout, TrainEvalAndResumeEndToEnd) {
   EXPECT_EQ(resolved["model"]["num_classes"], 3);
   EXPECT_EQ(LoadedCheckpoint(straight / "last.pt").meta().config["model"]["num_classes"], 3);
   // The config file, still without the count, evaluates the checkpoint: it means the 3 the run resolved.
-  const auto eval = trainer_cli("eval --checkpoint " + (straight / "last.pt").string() + " --config " + run.config.string());
+  const auto eval =
+      trainer_cli("eval --checkpoint " + (straight / "last.pt").string() + " --config " + run.config.string());
   EXPECT_EQ(eval.exit_code, 0) << eval.output;
 
   const auto b1 = trainer_cli("--config " + run.config.string() + " -o " + split.string() + " --stop-after-epoch 1");
@@ -86,15 +92,14 @@ TEST(ImageNetLayout, BadImagesAreSkippedAndLoggedOrStopTheRunPastTheLimit) {
   write_text(bad, "this is not a JPEG");
   const auto ok = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "ok").string());
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
-  EXPECT_NE(ok.output.find("skipped: " + bad.string() + ": cannot decode"), std::string::npos)
-      << ok.output;
+  EXPECT_NE(ok.output.find("skipped: " + bad.string() + ": cannot decode"), std::string::npos) << ok.output;
   EXPECT_NE(ok.output.find("epoch 1: 1 unreadable training image(s) replaced by others (1 distinct so far)"),
             std::string::npos)
       << ok.output;
   // Eval leaves an unreadable val image out of its figures.
   write_text(run.dir / "imagenet" / "val" / "ILSVRC2012_val_2.JPEG", "truncated");
-  const auto e = trainer_cli("eval --checkpoint " + (run.dir / "ok" / "last.pt").string() +
-                             " --set data.max_bad_fraction=0.2");
+  const auto e =
+      trainer_cli("eval --checkpoint " + (run.dir / "ok" / "last.pt").string() + " --set data.max_bad_fraction=0.2");
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_NE(e.output.find("1 unreadable image(s) left out; the figures cover the other 5"), std::string::npos)
       << e.output;
@@ -120,7 +125,8 @@ TEST(ImageNetLayout, LayoutMistakesAreExit2BeforeTraining) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("3 classes, but model.num_classes is 4 (leave model.num_classes out, or 0, to take the "
                           "folder's count)"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   fs::remove_all(run.dir / "imagenet" / "train");
   r = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "c").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -147,9 +153,12 @@ TEST(ImageNetLayout, BenchDataTimesThePipelineAndTheDecodeCeiling) {
   r = trainer_cli("bench data --config " + run.config.string() + " --batches 0");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--batches must be >= 1"), std::string::npos) << r.output;
-  r = trainer_cli("bench data --config " + run.config.string() + " --decode-only --set data.kind=synthetic --set data.synthetic.channels=3");
+  r = trainer_cli("bench data --config " + run.config.string() +
+                  " --decode-only --set data.kind=synthetic --set data.synthetic.channels=3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--decode-only times the decode of image files; data.kind synthetic has none"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--decode-only times the decode of image files; data.kind synthetic has none"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

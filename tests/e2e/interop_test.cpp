@@ -23,9 +23,9 @@ testing::CommandResult python(const std::string& args) {
   return testing::run_command(std::string(TRAINER_PYTHON) + " " + kScript + " " + args);
 }
 
-#define SKIP_WITHOUT_TORCHVISION()                                                                          \
-  if (!testing::torchvision_available())                                                                     \
-  GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON                                         \
+#define SKIP_WITHOUT_TORCHVISION()                                  \
+  if (!testing::torchvision_available())                            \
+  GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON \
                << "; install python3-torchvision (scripts/setup.sh does) to run the interop tests"
 
 struct Arch {
@@ -85,8 +85,8 @@ TEST_P(Interop, ExportedWeightsGiveTheSameLogitsInTorchvision) {
   model->eval();
   const torch::Tensor x = torch::randn({2, a.input.channels, a.input.height, a.input.width});
   write_safetensors(dir / "io.safetensors", {{"input", x}, {"logits", model->forward(x).detach()}}, {});
-  const auto checked = python("check " + a.name + " " + (dir / "model.safetensors").string() + " " +
-                              (dir / "io.safetensors").string());
+  const auto checked =
+      python("check " + a.name + " " + (dir / "model.safetensors").string() + " " + (dir / "io.safetensors").string());
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
   EXPECT_NE(checked.output.find("max |logit difference|"), std::string::npos) << checked.output;
   std::printf("%s", checked.output.c_str());
@@ -96,12 +96,11 @@ TEST_P(Interop, TorchvisionWeightsGiveTheSameLogitsInTheTrainer) {
   SKIP_WITHOUT_TORCHVISION();
   TempDir dir;
   const Arch a = arch(GetParam());
-  const auto made = python("make " + a.name + " 5 " + (dir / "tv.safetensors").string() + " " +
-                           (dir / "io.safetensors").string());
+  const auto made =
+      python("make " + a.name + " 5 " + (dir / "tv.safetensors").string() + " " + (dir / "io.safetensors").string());
   ASSERT_EQ(made.exit_code, 0) << made.output;
   auto model = build_model(a.config.model, a.input);
-  const WeightsReport r =
-      load_weights(*model, read_safetensors(dir / "tv.safetensors").tensors, {}, "tv.safetensors");
+  const WeightsReport r = load_weights(*model, read_safetensors(dir / "tv.safetensors").tensors, {}, "tv.safetensors");
   EXPECT_EQ(r.loaded.size(), model_state(*model).size());
   model->eval();
   const auto io = read_safetensors(dir / "io.safetensors").tensors;  // name order: input, logits

@@ -36,8 +36,8 @@ std::vector<Case> cases(int64_t rows, int64_t cols) {
                  static_cast<double>(height)},
                 flip != 0,
                 {}};
-      c.json = {{"kind", "train"}, {"left", left}, {"top", top}, {"width", width}, {"height", height},
-                {"size", 64}, {"flip", flip != 0}, {"filter", filter}};
+      c.json = {{"kind", "train"},  {"left", left}, {"top", top},        {"width", width},
+                {"height", height}, {"size", 64},   {"flip", flip != 0}, {"filter", filter}};
       out.push_back(c);
     }
     // Eval: shrink then crop, and enlarge then crop.
@@ -71,9 +71,9 @@ TEST_P(PilParity, RenderEqualsTorchvisionOnPilImagesByteForByte) {
   nlohmann::json list = nlohmann::json::array();
   for (const Case& c : all) list.push_back(c.json);
   write_text(dir / "cases.json", list.dump());
-  const auto python = run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR
-                                           "/tests/interop/pil_transforms.py " + image_path.string() + " " +
-                                           (dir / "cases.json").string() + " " + dir.path().string());
+  const auto python =
+      run_command(std::string(TRAINER_PYTHON) + " " TRAINER_SOURCE_DIR "/tests/interop/pil_transforms.py " +
+                  image_path.string() + " " + (dir / "cases.json").string() + " " + dir.path().string());
   ASSERT_EQ(python.exit_code, 0) << python.output;
   for (size_t i = 0; i < all.size(); ++i) {
     const Case& c = all[i];

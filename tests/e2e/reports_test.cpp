@@ -2,8 +2,8 @@
 // config show / schema.
 #include <gtest/gtest.h>
 
-#include <opencv2/imgcodecs.hpp>
 #include <torch/version.h>
+#include <opencv2/imgcodecs.hpp>
 
 #include <sstream>
 
@@ -66,7 +66,8 @@ TEST_F(Reports, TrainingDrawsCurvesAndPlotRedrawsThem) {
   EXPECT_FALSE(cv::imread(png.string()).empty());
   const auto missing = trainer_cli("plot " + (run_->dir / "nowhere").string());
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_EQ(missing.output, "error: " + (run_->dir / "nowhere").string() + ": no metrics.jsonl (is this a run folder?)\n");
+  EXPECT_EQ(missing.output,
+            "error: " + (run_->dir / "nowhere").string() + ": no metrics.jsonl (is this a run folder?)\n");
 }
 
 TEST_F(Reports, EvalWritesPerClassConfusionAndPredictions) {
@@ -76,7 +77,8 @@ TEST_F(Reports, EvalWritesPerClassConfusionAndPredictions) {
   EXPECT_NE(r.output.find("per-class accuracy, lowest first:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("most confused (true -> predicted):\n  class "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("wrote " + (early_ / "eval.json").string() + " and " + (early_ / "confusion.png").string()),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   const json j = json::parse(read_text(early_ / "eval.json"));
   EXPECT_EQ(j["split"], "val");
   EXPECT_EQ(j["weights"], "raw");
@@ -171,7 +173,9 @@ TEST_F(Reports, PredictMatchesEvalOnTheSameImages) {
   ASSERT_EQ(j["predictions"].size(), 3u);
   const fs::path csv = run_->dir / "p.csv";
   ASSERT_EQ(trainer_cli("eval --checkpoint " + (early_ / "last.pt").string() + " --predictions " + csv.string() +
-                        " --output-dir " + (run_->dir / "p").string()).exit_code, 0);
+                        " --output-dir " + (run_->dir / "p").string())
+                .exit_code,
+            0);
   const auto rows = lines_of(read_text(csv));
   for (size_t i = 0; i < 3; ++i) {
     const auto& top = j["predictions"][i]["top"];
@@ -186,13 +190,13 @@ TEST_F(Reports, PredictMatchesEvalOnTheSameImages) {
   ASSERT_EQ(text.exit_code, 0);
   EXPECT_EQ(lines_of(text.output).size(), 3u * 6u) << text.output;
 
-  const auto missing = trainer_cli("predict --checkpoint " + (early_ / "last.pt").string() + " " +
-                                   (run_->dir / "none.png").string());
+  const auto missing =
+      trainer_cli("predict --checkpoint " + (early_ / "last.pt").string() + " " + (run_->dir / "none.png").string());
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.output, "error: data: " + (run_->dir / "none.png").string() + ": no such image file\n");
   write_text(run_->dir / "broken.png", "not a png");
-  const auto broken = trainer_cli("predict --checkpoint " + (early_ / "last.pt").string() + " " +
-                                  (run_->dir / "broken.png").string());
+  const auto broken =
+      trainer_cli("predict --checkpoint " + (early_ / "last.pt").string() + " " + (run_->dir / "broken.png").string());
   EXPECT_EQ(broken.exit_code, 2);
   EXPECT_NE(broken.output.find((run_->dir / "broken.png").string()), std::string::npos) << broken.output;
 }
@@ -211,20 +215,23 @@ TEST(Doctor, ChecksRuntimeDataAndOutput) {
   SmallRun run;
   const auto good = trainer_cli("doctor --config " + run.config.string() + " -o " + (run.dir / "r").string());
   EXPECT_EQ(good.exit_code, 0) << good.output;
-  for (const char* line : {"ok       config      ", "ok       data train  ", "ok       data eval   ", "ok       output      "})
+  for (const char* line :
+       {"ok       config      ", "ok       data train  ", "ok       data eval   ", "ok       output      "})
     EXPECT_NE(good.output.find(line), std::string::npos) << line << "\n" << good.output;
   EXPECT_NE(good.output.find("64/64 sampled images read"), std::string::npos) << good.output;
   EXPECT_NE(good.output.find("lr 0.05"), std::string::npos) << good.output;
   EXPECT_FALSE(fs::exists(run.dir / "r"));  // doctor creates nothing
 
-  const auto no_data = trainer_cli("doctor --config " + run.config.string() + " --set data.root=" +
-                                   (run.dir / "nowhere").string() + " -o " + (run.dir / "r").string());
+  const auto no_data =
+      trainer_cli("doctor --config " + run.config.string() + " --set data.root=" + (run.dir / "nowhere").string() +
+                  " -o " + (run.dir / "r").string());
   EXPECT_EQ(no_data.exit_code, 1) << no_data.output;
   EXPECT_NE(no_data.output.find("failed   data train  data: " + (run.dir / "nowhere").string()), std::string::npos)
       << no_data.output;
 
   write_text(run.dir / "a-file", "x");
-  const auto unwritable = trainer_cli("doctor --config " + run.config.string() + " -o " + (run.dir / "a-file" / "r").string());
+  const auto unwritable =
+      trainer_cli("doctor --config " + run.config.string() + " -o " + (run.dir / "a-file" / "r").string());
   EXPECT_EQ(unwritable.exit_code, 1) << unwritable.output;
   EXPECT_NE(unwritable.output.find("failed   output"), std::string::npos) << unwritable.output;
   EXPECT_NE(unwritable.output.find("doctor: 1 check(s) failed"), std::string::npos) << unwritable.output;
@@ -232,7 +239,8 @@ TEST(Doctor, ChecksRuntimeDataAndOutput) {
   const auto bad_config = trainer_cli("doctor --config " + run.config.string() + " --set optim.lr=-1");
   EXPECT_EQ(bad_config.exit_code, 1);
   EXPECT_NE(bad_config.output.find("failed   config      config: optim.lr: expected a number > 0, got -1"),
-            std::string::npos) << bad_config.output;
+            std::string::npos)
+      << bad_config.output;
 }
 
 TEST(ConfigCommand, ShowResolvesAndSchemaMatchesTheCommittedFile) {
@@ -271,7 +279,8 @@ using nlohmann::json;
 TEST(BenchConfig, ModesReportSpeedSplitAndMemory) {
   SmallRun run;
   for (const char* mode : {"data", "model", "train"}) {
-    const auto r = trainer_cli("bench --config " + run.config.string() + " --mode " + mode + " --steps 3 --warmup 1 --json");
+    const auto r =
+        trainer_cli("bench --config " + run.config.string() + " --mode " + mode + " --steps 3 --warmup 1 --json");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const json j = json::parse(r.output);  // stdout holds only the JSON line
     EXPECT_GT(j["images_per_s"].get<double>(), 0) << mode;

@@ -91,7 +91,8 @@ void expect_mid_epoch_resume_is_exact(const json& overrides, int64_t stop_step) 
   EXPECT_EQ(ca.meta().best, cb.meta().best);
   EXPECT_EQ(ca.meta().scaler, cb.meta().scaler);
   EXPECT_EQ(ca.meta().ema_updates, cb.meta().ema_updates);
-  expect_same_weights(*load_weights(straight / "last.pt"), *load_weights(split / "last.pt"), "after a mid-epoch resume");
+  expect_same_weights(*load_weights(straight / "last.pt"), *load_weights(split / "last.pt"),
+                      "after a mid-epoch resume");
   const Config c = parse_config(ca.meta().config);
   if (c.train.ema.enabled) {
     auto ea = build_model(c.model, {28, 28, 1}), eb = build_model(c.model, {28, 28, 1});
@@ -102,7 +103,8 @@ void expect_mid_epoch_resume_is_exact(const json& overrides, int64_t stop_step) 
   auto rows_a = metric_rows(straight), rows_b = metric_rows(split);
   // Epoch rows summarise what each process saw; the resumed epoch's row covers only its second part.
   auto drop_epoch_rows = [](std::vector<json>& rows) {
-    rows.erase(std::remove_if(rows.begin(), rows.end(), [](const json& r) { return r["kind"] == "epoch"; }), rows.end());
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [](const json& r) { return r["kind"] == "epoch"; }),
+               rows.end());
   };
   drop_epoch_rows(rows_a);
   drop_epoch_rows(rows_b);
@@ -112,24 +114,27 @@ void expect_mid_epoch_resume_is_exact(const json& overrides, int64_t stop_step) 
 TEST(Resume, MidEpochIsBitIdenticalWithTheFullRecipe) {
   // Two loader workers, AdamW, accumulation over 2 batches, clipping, mixup and CutMix, label smoothing, EMA,
   // dropout: every piece of state a resume must restore.
-  expect_mid_epoch_resume_is_exact(
-      json{{"model", {{"dropout", 0.2}}},
-           {"optim", {{"name", "adamw"}, {"lr", 0.002}, {"weight_decay", 0.05}}},
-           {"train", {{"accumulate_steps", 2}, {"clip_grad_norm", 1.0}, {"label_smoothing", 0.1},
-                      {"mix", {{"mixup_alpha", 0.2}, {"cutmix_alpha", 1.0}}},
-                      {"ema", {{"enabled", true}, {"decay", 0.9}, {"warmup", true}}}}}},
-      4);
+  expect_mid_epoch_resume_is_exact(json{{"model", {{"dropout", 0.2}}},
+                                        {"optim", {{"name", "adamw"}, {"lr", 0.002}, {"weight_decay", 0.05}}},
+                                        {"train",
+                                         {{"accumulate_steps", 2},
+                                          {"clip_grad_norm", 1.0},
+                                          {"label_smoothing", 0.1},
+                                          {"mix", {{"mixup_alpha", 0.2}, {"cutmix_alpha", 1.0}}},
+                                          {"ema", {{"enabled", true}, {"decay", 0.9}, {"warmup", true}}}}}},
+                                   4);
 }
 
 TEST(Resume, MidEpochIsBitIdenticalWithEveryAugmentation) {
   // Colour jitter, RandAugment with magnitude noise, random erasing with noise, repeated augmentation, two
   // workers: every draw is f(seed, epoch, index, copy), so the resumed half sees the same pixels.
-  expect_mid_epoch_resume_is_exact(
-      json{{"data", {{"repeated_augmentation", {{"repeats", 3}}},
-                     {"augment", {{"color_jitter", {{"brightness", 0.4}, {"contrast", 0.4}}},
-                                  {"auto_augment", {{"name", "randaugment"}, {"magnitude_std", 0.5}}},
-                                  {"random_erasing", {{"prob", 0.5}, {"value", "random"}}}}}}}},
-      4);
+  expect_mid_epoch_resume_is_exact(json{{"data",
+                                         {{"repeated_augmentation", {{"repeats", 3}}},
+                                          {"augment",
+                                           {{"color_jitter", {{"brightness", 0.4}, {"contrast", 0.4}}},
+                                            {"auto_augment", {{"name", "randaugment"}, {"magnitude_std", 0.5}}},
+                                            {"random_erasing", {{"prob", 0.5}, {"value", "random"}}}}}}}},
+                                   4);
 }
 
 TEST(Resume, MidEpochIsBitIdenticalWithAugMix) {
@@ -146,7 +151,8 @@ TEST(Resume, Float16AutocastOnCpuIsAClearConfigError) {
   const auto r = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "r").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("train.amp.dtype: float16 autocast needs CUDA"), std::string::npos) << r.output;
-  SmallRun shared(json{{"train", {{"epochs", 1}, {"amp", {{"enabled", true}, {"dtype", "float16"}, {"cuda_only", true}}}}}});
+  SmallRun shared(
+      json{{"train", {{"epochs", 1}, {"amp", {{"enabled", true}, {"dtype", "float16"}, {"cuda_only", true}}}}}});
   const auto ok = trainer_cli("--config " + shared.config.string() + " -o " + (shared.dir / "r").string());
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find(", float32"), std::string::npos) << ok.output;
@@ -205,8 +211,8 @@ TEST(Resume, SigtermExits143AndASecondSignalExitsAtOnceKeepingTheLastCheckpoint)
 }
 
 TEST(Resume, StepCheckpointsAreKeptAsConfiguredWithEpochAndBestFiles) {
-  SmallRun run(json{{"train", {{"checkpoint_every_steps", 3}, {"keep_last", 2}, {"keep_every_epochs", 1},
-                               {"best_metric", "loss"}}}});
+  SmallRun run(json{
+      {"train", {{"checkpoint_every_steps", 3}, {"keep_last", 2}, {"keep_every_epochs", 1}, {"best_metric", "loss"}}}});
   const fs::path out = run.dir / "r";
   const auto r = trainer_cli("--config " + run.config.string() + " -o " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -77,8 +77,8 @@ TEST(TensorBoard, EventFileHoldsEveryMetricsRow) {
       ++expected;
     }
     if (row.contains("data_wait_s") && row.contains("compute_s")) {
-      const double share = row["data_wait_s"].get<double>() /
-                           (row["data_wait_s"].get<double>() + row["compute_s"].get<double>());
+      const double share =
+          row["data_wait_s"].get<double>() / (row["data_wait_s"].get<double>() + row["compute_s"].get<double>());
       const auto it = tb.find({step, kind + "/data_wait_share"});
       ASSERT_NE(it, tb.end()) << kind << " step " << step;
       EXPECT_EQ(it->second, static_cast<double>(static_cast<float>(share)));
@@ -98,7 +98,8 @@ TEST(TensorBoard, EventFileHoldsEveryMetricsRow) {
   std::string bytes = read_text(files[0]);
   bytes[bytes.size() / 2] ^= 0x01;
   write_text(run.dir / "broken.tfevents", bytes);
-  const auto broken = run_command(std::string(TRAINER_PYTHON) + " " + kReader + " " + (run.dir / "broken.tfevents").string());
+  const auto broken =
+      run_command(std::string(TRAINER_PYTHON) + " " + kReader + " " + (run.dir / "broken.tfevents").string());
   EXPECT_EQ(broken.exit_code, 1);
   EXPECT_NE(broken.output.find("CRC mismatch"), std::string::npos) << broken.output;
 }
@@ -107,7 +108,8 @@ TEST(TensorBoard, ResumeKeepsOneFileWithoutRepeatedSteps) {
   SmallRun run;
   const fs::path straight = run.dir / "straight", split = run.dir / "split";
   ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + straight.string()).exit_code, 0);
-  ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + split.string() + " --stop-after-step 24").exit_code, 0);
+  ASSERT_EQ(
+      trainer_cli("--config " + run.config.string() + " -o " + split.string() + " --stop-after-step 24").exit_code, 0);
   const auto resumed = trainer_cli("--resume " + (split / "last.pt").string());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
 
@@ -134,7 +136,9 @@ TEST(TensorBoard, OffWritesNoEventFiles) {
   SmallRun run;
   const fs::path out = run.dir / "r";
   ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + out.string() +
-                        " --set run.tensorboard=false --set train.epochs=1").exit_code, 0);
+                        " --set run.tensorboard=false --set train.epochs=1")
+                .exit_code,
+            0);
   EXPECT_FALSE(fs::exists(out / "tb"));
 }
 

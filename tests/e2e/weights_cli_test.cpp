@@ -11,9 +11,9 @@
 namespace trainer {
 namespace {
 
+using nlohmann::json;
 using testing::SmallRun;
 using testing::trainer_cli;
-using nlohmann::json;
 namespace fs = std::filesystem;
 
 std::string export_cmd(const fs::path& checkpoint, const fs::path& output) {
@@ -96,10 +96,10 @@ TEST(InitFrom, ANewRunStartsFromTheGivenWeights) {
 
 TEST(InitFrom, AMismatchedHeadFailsListingKeysAndExcludingItWorksInTheSameFolder) {
   SmallRun run(json{{"train", {{"epochs", 1}}}});
-  ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "a").string() +
-                        " --set model.num_classes=12")
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "a").string() + " --set model.num_classes=12")
+          .exit_code,
+      0);
   ASSERT_EQ(trainer_cli(export_cmd(run.dir / "a" / "last.pt", run.dir / "a.safetensors")).exit_code, 0);
   const std::string start = "--config " + run.config.string() + " -o " + (run.dir / "b").string() +
                             " --set model.init_from=" + (run.dir / "a.safetensors").string();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -17,7 +18,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 namespace trainer::testing {

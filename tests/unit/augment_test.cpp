@@ -29,7 +29,8 @@ cv::Mat random_image(int rows, int cols, int channels, uint64_t seed) {
   return image;
 }
 
-std::map<AugmentOp, double> op_rates(const AutoAugmentConfig& c, int draws, std::map<AugmentOp, std::vector<double>>* magnitudes = nullptr) {
+std::map<AugmentOp, double> op_rates(const AutoAugmentConfig& c, int draws,
+                                     std::map<AugmentOp, std::vector<double>>* magnitudes = nullptr) {
   AutoAugmentPolicy policy(c);
   std::map<AugmentOp, double> rates;
   for (int i = 0; i < draws; ++i) {
@@ -70,11 +71,11 @@ TEST(AutoAugment, ImageNetPolicyAppliesEachOpAsOftenAsItsTableSays) {
   c.name = AutoAugmentKind::imagenet;
   const auto rates = op_rates(c, 40000);
   // Per image: the sum over the 25 sub-policies of (1/25) x the step's probability (torchvision's table).
-  const std::map<AugmentOp, double> expected = {
-      {AugmentOp::posterize, 0.112}, {AugmentOp::rotate, 0.144},   {AugmentOp::solarize, 0.144},
-      {AugmentOp::autocontrast, 0.048}, {AugmentOp::equalize, 0.448}, {AugmentOp::color, 0.152},
-      {AugmentOp::invert, 0.072},    {AugmentOp::contrast, 0.08},  {AugmentOp::sharpness, 0.016},
-      {AugmentOp::shear_x, 0.024}};
+  const std::map<AugmentOp, double> expected = {{AugmentOp::posterize, 0.112}, {AugmentOp::rotate, 0.144},
+                                                {AugmentOp::solarize, 0.144},  {AugmentOp::autocontrast, 0.048},
+                                                {AugmentOp::equalize, 0.448},  {AugmentOp::color, 0.152},
+                                                {AugmentOp::invert, 0.072},    {AugmentOp::contrast, 0.08},
+                                                {AugmentOp::sharpness, 0.016}, {AugmentOp::shear_x, 0.024}};
   EXPECT_EQ(rates.size(), expected.size());
   for (const auto& [op, rate] : expected) EXPECT_NEAR(rates.count(op) ? rates.at(op) : 0.0, rate, 0.008) << op_name(op);
 }
@@ -159,8 +160,8 @@ TEST(ColorJitter, BrightnessFactorsAreUniformAroundOne) {
   }
   EXPECT_GE(lowest, 119);  // 200 x 0.6, truncated
   EXPECT_LE(lowest, 121);
-  EXPECT_NEAR(static_cast<double>(clamped) / n, (1.4 - 1.275) / 0.8, 0.015);     // f > 255 / 200
-  EXPECT_NEAR(sum / (n - clamped), (0.6 + 1.275) / 2, 0.01);                     // uniform below the clamp
+  EXPECT_NEAR(static_cast<double>(clamped) / n, (1.4 - 1.275) / 0.8, 0.015);  // f > 255 / 200
+  EXPECT_NEAR(sum / (n - clamped), (0.6 + 1.275) / 2, 0.01);                  // uniform below the clamp
 }
 
 TEST(RandomErasing, RectanglesFollowTheScaleAndRatioDistributions) {
@@ -193,9 +194,12 @@ TEST(RandomErasing, RectanglesFollowTheScaleAndRatioDistributions) {
 
 TEST(RandomErasing, TheBatchEraseEqualsThePerSampleDefinition) {
   const auto x0 = torch::randn({3, 2, 16, 20});
-  auto boxes = torch::tensor({2, 3, 5, 7, 12345, 0, 0, 0, 0, 0, 10, 15, 6, 4, 99}, torch::kInt64).view({3, kEraseColumns});
-  for (const auto& [value, masked] : std::vector<std::pair<ErasingValue, bool>>{
-           {ErasingValue::zero, false}, {ErasingValue::random, false}, {ErasingValue::zero, true}, {ErasingValue::random, true}}) {
+  auto boxes =
+      torch::tensor({2, 3, 5, 7, 12345, 0, 0, 0, 0, 0, 10, 15, 6, 4, 99}, torch::kInt64).view({3, kEraseColumns});
+  for (const auto& [value, masked] : std::vector<std::pair<ErasingValue, bool>>{{ErasingValue::zero, false},
+                                                                                {ErasingValue::random, false},
+                                                                                {ErasingValue::zero, true},
+                                                                                {ErasingValue::random, true}}) {
     auto x = x0.clone();
     if (masked) erase_batch_masked(x, boxes, value);  // the device path, run here on the CPU
     else erase_batch(x, boxes, value);
@@ -205,7 +209,8 @@ TEST(RandomErasing, TheBatchEraseEqualsThePerSampleDefinition) {
       const int64_t top = r[0].item<int64_t>(), left = r[1].item<int64_t>(), h = r[2].item<int64_t>(),
                     w = r[3].item<int64_t>();
       const auto region = x[b].slice(1, top, top + h).slice(2, left, left + w);
-      const auto expected = value == ErasingValue::zero ? torch::zeros({2, h, w}) : erase_noise(r[4].item<int64_t>(), 2, h, w);
+      const auto expected =
+          value == ErasingValue::zero ? torch::zeros({2, h, w}) : erase_noise(r[4].item<int64_t>(), 2, h, w);
       EXPECT_TRUE(torch::equal(region, expected)) << b;
       auto outside = x[b].clone(), outside0 = x0[b].clone();
       outside.slice(1, top, top + h).slice(2, left, left + w).zero_();
@@ -233,8 +238,8 @@ TEST(RepeatedAugmentation, EachImageComesRepeatsTimesAndTheEpochKeepsItsLength) 
   const auto order = EpochSampler::epoch_order(10, 1, 0, true, 3);
   ASSERT_EQ(order.size(), 10u);
   for (size_t i = 0; i < order.size(); ++i) {
-    EXPECT_EQ(order[i] / 10, i % 3) << i;                    // copy number
-    EXPECT_EQ(order[i] % 10, order[i - i % 3] % 10) << i;    // the same image as its group's first
+    EXPECT_EQ(order[i] / 10, i % 3) << i;                  // copy number
+    EXPECT_EQ(order[i] % 10, order[i - i % 3] % 10) << i;  // the same image as its group's first
   }
   // Two ranks: the copies of an image go to different ranks; together the ranks read the global batch.
   SamplerOptions o;
@@ -274,7 +279,8 @@ DataConfig augmented_data() {
 TEST(RepeatedAugmentation, CopiesOfAnImageAreAugmentedDifferently) {
   auto source = std::make_shared<SyntheticSource>(16, ImageShape{24, 24, 3}, 4, 1);
   const DataConfig d = augmented_data();
-  BatchDataset dataset(source, false, {5, 0}, nullptr, BadSlot::replace, std::make_shared<const SampleAugment>(d.augment));
+  BatchDataset dataset(source, false, {5, 0}, nullptr, BadSlot::replace,
+                       std::make_shared<const SampleAugment>(d.augment));
   int differing = 0;
   for (size_t i = 0; i < 8; ++i) {
     const ImageBatch b = dataset.get_batch({i, i + 16});
@@ -347,8 +353,8 @@ TEST(AugmentConfig, APolicyNameOrAnObjectWithItsParameters) {
 }
 
 TEST(AugmentConfig, BadValuesAreOneLineErrors) {
-  EXPECT_NE(config_error({{"auto_augment", "randaugmnet"}}).find(
-                "data.augment.auto_augment.name: unknown value \"randaugmnet\"; did you mean \"randaugment\"?"),
+  EXPECT_NE(config_error({{"auto_augment", "randaugmnet"}})
+                .find("data.augment.auto_augment.name: unknown value \"randaugmnet\"; did you mean \"randaugment\"?"),
             std::string::npos)
       << config_error({{"auto_augment", "randaugmnet"}});
   EXPECT_NE(config_error({{"auto_augment", {{"name", "randaugment"}, {"magnitude", 31}}}})
@@ -360,13 +366,16 @@ TEST(AugmentConfig, BadValuesAreOneLineErrors) {
       << config_error({{"random_erasing", {{"value", "noise"}}}});
   EXPECT_NE(config_error({{"random_erasing", {{"scale", {0.5, 0.2}}}}}).find("data.augment.random_erasing.scale"),
             std::string::npos);
-  EXPECT_NE(config_error({{"auto_augment", {{"name", "augmix"}, {"severity", 11}}}}).find("data.augment.auto_augment.severity"),
+  EXPECT_NE(config_error({{"auto_augment", {{"name", "augmix"}, {"severity", 11}}}})
+                .find("data.augment.auto_augment.severity"),
             std::string::npos);
-  EXPECT_NE(config_error({{"auto_augment", {{"name", "augmix"}, {"chain_depth", 0}}}}).find("chain_depth"), std::string::npos);
+  EXPECT_NE(config_error({{"auto_augment", {{"name", "augmix"}, {"chain_depth", 0}}}}).find("chain_depth"),
+            std::string::npos);
   EXPECT_NE(config_error({{"auto_augment", {{"fill", {1, 2}}}}}).find("data.augment.auto_augment.fill: expected 1"),
             std::string::npos);
   EXPECT_NE(config_error({{"color_jitter", {{"hue", 0.7}}}}).find("data.augment.color_jitter.hue"), std::string::npos);
-  EXPECT_NE(config_error({{"eval_crop", 224}, {"eval_resize", 200}}).find("data.augment.eval_resize"), std::string::npos);
+  EXPECT_NE(config_error({{"eval_crop", 224}, {"eval_resize", 200}}).find("data.augment.eval_resize"),
+            std::string::npos);
 }
 
 }  // namespace

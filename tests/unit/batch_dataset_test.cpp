@@ -37,8 +37,8 @@ TEST(Normalization, HappensOnTheDeviceSideAsFloatNchw) {
   // channel 0 holds pixels 0 and 102: (0/255 - 0.5) / 0.25 = -2, (0.4 - 0.5) / 0.25 = -0.4
   EXPECT_NEAR(x[0][0][0][0].item<float>(), -2.0f, 1e-6);
   EXPECT_NEAR(x[0][0][0][1].item<float>(), -0.4f, 1e-6);
-  EXPECT_NEAR(x[0][1][0][0].item<float>(), 1.0f, 1e-6);   // (1 - 0.5) / 0.5
-  EXPECT_NEAR(x[0][2][0][1].item<float>(), 0.5f, 1e-6);   // (1 - 0.5) / 1
+  EXPECT_NEAR(x[0][1][0][0].item<float>(), 1.0f, 1e-6);  // (1 - 0.5) / 0.5
+  EXPECT_NEAR(x[0][2][0][1].item<float>(), 0.5f, 1e-6);  // (1 - 0.5) / 1
   const auto cl = to_model_input(images, norm, true);
   EXPECT_TRUE(cl.is_contiguous(torch::MemoryFormat::ChannelsLast));
   EXPECT_TRUE(torch::equal(cl, x));

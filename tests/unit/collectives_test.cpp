@@ -29,7 +29,8 @@ TEST(Collectives, TwoRanksSumAndBroadcastOverLoopback) {
   std::vector<torch::Tensor> sums(2), broadcasts(2);
   auto rank = [&](int64_t r) {
     Collectives group(loopback(r, 2, port), CollectivesOptions{std::chrono::seconds(20)});
-    std::vector<torch::Tensor> t{torch::arange(5, torch::kFloat) * (r + 1), torch::full({2, 2}, r + 1.0, torch::kDouble)};
+    std::vector<torch::Tensor> t{torch::arange(5, torch::kFloat) * (r + 1),
+                                 torch::full({2, 2}, r + 1.0, torch::kDouble)};
     group.all_reduce_sum(t);
     sums[r] = torch::cat({t[0], t[1].flatten().to(torch::kFloat)});
     std::vector<torch::Tensor> b{torch::full({3}, static_cast<int64_t>(10 + r), torch::kInt64)};
@@ -95,16 +96,18 @@ TEST(Collectives, APortInUseIsAUsageErrorNamingIt) {
   const std::string message = testing::error_of<UsageError>(
       [&] { Collectives group(loopback(0, 2, taken.port), CollectivesOptions{std::chrono::seconds(5)}); });
   EXPECT_NE(message.find("usage: distributed: rank 0 cannot listen on 127.0.0.1:" + std::to_string(taken.port)),
-            std::string::npos) << message;
+            std::string::npos)
+      << message;
 }
 
 TEST(Collectives, ARankThatNeverComesEndsTheWaitWithAnError) {
   const int port = testing::free_loopback_port();
   const std::string message = testing::error_of<TrainError>(
       [&] { Collectives group(loopback(0, 2, port), CollectivesOptions{std::chrono::seconds(2)}); });
-  EXPECT_NE(message.find("train: distributed: rank 0 of 2 could not meet the others at 127.0.0.1:" + std::to_string(port) +
-                         " within 2 s"),
-            std::string::npos) << message;
+  EXPECT_NE(message.find("train: distributed: rank 0 of 2 could not meet the others at 127.0.0.1:" +
+                         std::to_string(port) + " within 2 s"),
+            std::string::npos)
+      << message;
 }
 
 // model.sync_batchnorm, in float64 so that only the algorithm is compared (a BatchNorm ResNet's float32 gradients
@@ -206,8 +209,8 @@ TEST(ReplicaCheck, FindsARankWhoseWeightsDifferByOneBit) {
   auto rank = [&](int64_t k) {
     Collectives group(loopback(k, 2, port), CollectivesOptions{std::chrono::seconds(20)});
     same[k] = ranks_differing_from_rank0(group, weights);
-    differing[k] = ranks_differing_from_rank0(group, k == 1 ? std::vector<torch::Tensor>{flipped, weights[1], weights[2]}
-                                                            : weights);
+    differing[k] = ranks_differing_from_rank0(
+        group, k == 1 ? std::vector<torch::Tensor>{flipped, weights[1], weights[2]} : weights);
   };
   std::thread other(rank, 1);
   rank(0);
@@ -226,8 +229,8 @@ TEST(Collectives, TheBackendFollowsTheDevice) {
   const std::string on_cpu = testing::error_of<UsageError>([] { resolve_backend(DistBackend::nccl, torch::kCPU); });
   EXPECT_NE(on_cpu.find("run.dist_backend nccl needs CUDA, but the run is on cpu"), std::string::npos) << on_cpu;
   if (!nccl_available()) {
-    const std::string missing = testing::error_of<UsageError>(
-        [] { resolve_backend(DistBackend::nccl, torch::Device(torch::kCUDA, 0)); });
+    const std::string missing =
+        testing::error_of<UsageError>([] { resolve_backend(DistBackend::nccl, torch::Device(torch::kCUDA, 0)); });
     EXPECT_NE(missing.find("this trainer was built without NCCL"), std::string::npos) << missing;
   }
 }

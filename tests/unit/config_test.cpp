@@ -86,13 +86,17 @@ TEST(Config, UnknownEnumListsValidValues) {
   json j = minimal();
   j["schedule"] = {{"kind", "cosin"}};
   EXPECT_EQ(config_error(j),
-            "config: schedule.kind: unknown value \"cosin\"; did you mean \"cosine\"? (valid: constant, cosine, step, multistep, exponential, polynomial)");
+            "config: schedule.kind: unknown value \"cosin\"; did you mean \"cosine\"? (valid: constant, cosine, step, "
+            "multistep, exponential, polynomial)");
 }
 
 TEST(Config, ModelSectionReadsStemAndWeightOptions) {
   json j = minimal();
-  j["model"] = {{"arch", "resnet50"}, {"stem", "small"}, {"zero_init_residual", true},
-                {"init_from", "w.safetensors"}, {"init_exclude", {"fc.*", "layer4.*"}}};
+  j["model"] = {{"arch", "resnet50"},
+                {"stem", "small"},
+                {"zero_init_residual", true},
+                {"init_from", "w.safetensors"},
+                {"init_exclude", {"fc.*", "layer4.*"}}};
   const Config c = parse_config(j);
   EXPECT_EQ(c.model.stem, StemKind::small);
   EXPECT_TRUE(c.model.zero_init_residual);
@@ -220,11 +224,13 @@ TEST(Config, EngineKeysAreCheckedTogether) {
   j = {{"optim", {{"betas", {0.9, 1.0}}}}};
   EXPECT_EQ(config_error(rooted(j)), "config: optim.betas: expected [beta1, beta2] in [0, 1), got [0.9,1.0]");
   j = {{"schedule", {{"kind", "multistep"}}}};
-  EXPECT_EQ(config_error(rooted(j)), "config: schedule.milestones: the multistep schedule needs at least one milestone");
+  EXPECT_EQ(config_error(rooted(j)),
+            "config: schedule.milestones: the multistep schedule needs at least one milestone");
   j = {{"schedule", {{"kind", "multistep"}, {"milestones", {3, 2}}}}};
   EXPECT_EQ(config_error(rooted(j)), "config: schedule.milestones: expected increasing epochs >= 0, got [3.0,2.0]");
   j = {{"schedule", {{"min_lr", 0.5}}}, {"optim", {{"lr_per_256", 0.1}}}, {"data", {{"batch_size", 256}}}};
-  EXPECT_EQ(config_error(rooted(j)), "config: schedule.min_lr: expected a value <= the base learning rate (0.1), got 0.5");
+  EXPECT_EQ(config_error(rooted(j)),
+            "config: schedule.min_lr: expected a value <= the base learning rate (0.1), got 0.5");
   Config c;
   c.optim.lr_per_256 = 0.1;
   c.data.batch_size = 128;

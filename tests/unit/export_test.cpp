@@ -24,10 +24,8 @@ struct DeployCase {
 
 const std::vector<DeployCase>& deploy_cases() {
   static const std::vector<DeployCase> cases{
-      {"resnet18", StemKind::imagenet, {32, 32, 3}},
-      {"resnet18", StemKind::small, {32, 32, 3}},
-      {"resnet50", StemKind::imagenet, {32, 32, 3}},
-      {"resnext50_32x4d", StemKind::imagenet, {32, 32, 3}},
+      {"resnet18", StemKind::imagenet, {32, 32, 3}},  {"resnet18", StemKind::small, {32, 32, 3}},
+      {"resnet50", StemKind::imagenet, {32, 32, 3}},  {"resnext50_32x4d", StemKind::imagenet, {32, 32, 3}},
       {"mnist_cnn", StemKind::imagenet, {28, 28, 1}},
   };
   return cases;
@@ -51,9 +49,8 @@ ClassifierPtr trained_model(const DeployCase& c) {
   for (auto& p : model->named_parameters()) {
     if (p.key().find("bn") != std::string::npos || p.key().find("downsample.1") != std::string::npos)
       p.value().copy_(p.key().find("weight") != std::string::npos ? torch::rand_like(p.value()) + 0.5
-                                                                   : torch::randn_like(p.value()) * 0.1);
-    else
-      p.value().add_(torch::randn_like(p.value()) * p.value().std() * 0.2);
+                                                                  : torch::randn_like(p.value()) * 0.1);
+    else p.value().add_(torch::randn_like(p.value()) * p.value().std() * 0.2);
   }
   model->train();
   for (int i = 0; i < 12; ++i)
@@ -133,10 +130,12 @@ TEST(Export, FixedBatchOnnxRunsAtItsSize) {
     torch::NoGradGuard no_grad;
     EXPECT_LT((deployed.model->forward(x) - model->forward(x)).abs().max().item<double>(), 1e-4) << opset;
   }
-  EXPECT_NE(testing::error_of<UsageError>([&] { serialize_model(onnx, *model, c.input, {}, 0, 12); }).find("--opset: 12"),
-            std::string::npos);
-  EXPECT_NE(testing::error_of<UsageError>([&] { serialize_model(onnx, *model, c.input, {}, 0, 99); }).find("--opset: 99"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::error_of<UsageError>([&] { serialize_model(onnx, *model, c.input, {}, 0, 12); }).find("--opset: 12"),
+      std::string::npos);
+  EXPECT_NE(
+      testing::error_of<UsageError>([&] { serialize_model(onnx, *model, c.input, {}, 0, 99); }).find("--opset: 99"),
+      std::string::npos);
 }
 
 TEST(Export, MetadataRoundTrips) {
@@ -168,9 +167,9 @@ TEST(Export, TorchScriptHoldsTheStateDictNames) {
   std::sort(names.begin(), names.end());
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(names, expected);
-  EXPECT_TRUE(torch::equal(loaded.attr("layer1").toModule().attr("0").toModule().attr("bn1").toModule().attr(
-                               "running_mean").toTensor(),
-                           model->named_buffers()["layer1.0.bn1.running_mean"]));
+  EXPECT_TRUE(torch::equal(
+      loaded.attr("layer1").toModule().attr("0").toModule().attr("bn1").toModule().attr("running_mean").toTensor(),
+      model->named_buffers()["layer1.0.bn1.running_mean"]));
 }
 
 TEST(Export, UnreadableFilesAreOneLineErrors) {

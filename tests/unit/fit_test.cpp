@@ -19,11 +19,11 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 Config dropout_run(const fs::path& data) {
-  return parse_config(nlohmann::json{
-      {"run", {{"seed", 5}, {"threads", 1}, {"tensorboard", false}, {"plot", false}}},
-      {"data", {{"kind", "mnist"}, {"root", data.string()}, {"batch_size", 8}, {"workers", 0}}},
-      {"model", {{"arch", "mnist_cnn"}, {"dropout", 0.3}}},
-      {"train", {{"epochs", 1}, {"accumulate_steps", 2}, {"log_every", 1}}}});
+  return parse_config(
+      nlohmann::json{{"run", {{"seed", 5}, {"threads", 1}, {"tensorboard", false}, {"plot", false}}},
+                     {"data", {{"kind", "mnist"}, {"root", data.string()}, {"batch_size", 8}, {"workers", 0}}},
+                     {"model", {{"arch", "mnist_cnn"}, {"dropout", 0.3}}},
+                     {"train", {{"epochs", 1}, {"accumulate_steps", 2}, {"log_every", 1}}}});
 }
 
 Session session_in(const Config& c, const fs::path& dir) {
@@ -45,9 +45,8 @@ TEST(FitFailure, ALibTorchErrorInAStepSavesTheLastCompletedStep) {
   }
   Session failing = session_in(c, dir / "failing");
   int backward_passes = 0;
-  failing.model->parameters()[0].register_hook([&](const torch::Tensor&) {
-    TORCH_CHECK(++backward_passes != 6, "injected kernel failure");
-  });
+  failing.model->parameters()[0].register_hook(
+      [&](const torch::Tensor&) { TORCH_CHECK(++backward_passes != 6, "injected kernel failure"); });
   std::string message;
   try {
     fit(failing);
@@ -62,7 +61,7 @@ TEST(FitFailure, ALibTorchErrorInAStepSavesTheLastCompletedStep) {
   EXPECT_EQ(b.meta().batch_in_epoch, 4);
   EXPECT_EQ(a.meta().batch_in_epoch, b.meta().batch_in_epoch);
   auto model_a = build_model(failing.config.model, {28, 28, 1}),  // num_classes as resolved from the data
-       model_b = build_model(failing.config.model, {28, 28, 1});
+      model_b = build_model(failing.config.model, {28, 28, 1});
   a.restore_model(*model_a);
   b.restore_model(*model_b);
   for (size_t i = 0; i < model_a->parameters().size(); ++i)
@@ -80,23 +79,27 @@ TEST(LastBatch, AutoDropsOnlyWhatTheModelCannotTrainOn) {
   EXPECT_TRUE(last_batch_rule(48, d, 1, true).note.empty());  // no partial batch: nothing to say
   const LastBatch one = last_batch_rule(49, d, 1, true);
   EXPECT_TRUE(one.drop);
-  EXPECT_EQ(one.note, "the last batch of each epoch holds 1 of 49 training images, and a model with BatchNorm needs "
-                      "2 images per process to train: it is dropped (data.drop_last auto)");
+  EXPECT_EQ(one.note,
+            "the last batch of each epoch holds 1 of 49 training images, and a model with BatchNorm needs "
+            "2 images per process to train: it is dropped (data.drop_last auto)");
   EXPECT_FALSE(last_batch_rule(49, d, 1, false).drop);  // no BatchNorm: one image trains
   EXPECT_FALSE(last_batch_rule(50, d, 1, true).drop);
-  EXPECT_TRUE(last_batch_rule(51, d, 2, true).drop);    // 3 images over 2 processes: one gets 1
+  EXPECT_TRUE(last_batch_rule(51, d, 2, true).drop);  // 3 images over 2 processes: one gets 1
   EXPECT_FALSE(last_batch_rule(52, d, 2, true).drop);
-  EXPECT_TRUE(last_batch_rule(49, d, 2, false).drop);   // 1 image over 2 processes: one gets none
+  EXPECT_TRUE(last_batch_rule(49, d, 2, false).drop);  // 1 image over 2 processes: one gets none
 
   d.drop_last = Switch::on;
   EXPECT_TRUE(last_batch_rule(50, d, 1, false).drop);
   d.drop_last = Switch::off;
   EXPECT_FALSE(last_batch_rule(50, d, 1, true).drop);
-  EXPECT_NE(testing::error_of<ConfigError>([&] { last_batch_rule(49, d, 1, true); })
-                .find("data.drop_last: false keeps a last batch too small to train on"),
+  EXPECT_NE(testing::error_of<ConfigError>([&] {
+              last_batch_rule(49, d, 1, true);
+            }).find("data.drop_last: false keeps a last batch too small to train on"),
             std::string::npos);
   d.drop_last = Switch::automatic;
-  EXPECT_NE(testing::error_of<ConfigError>([&] { last_batch_rule(1, d, 1, true); }).find("data.batch_size: 8 leaves a single batch"),
+  EXPECT_NE(testing::error_of<ConfigError>([&] {
+              last_batch_rule(1, d, 1, true);
+            }).find("data.batch_size: 8 leaves a single batch"),
             std::string::npos);
 }
 

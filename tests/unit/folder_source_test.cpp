@@ -28,7 +28,6 @@ DataConfig folder_config(const fs::path& root, int64_t size = 16) {
   return d;
 }
 
-
 torch::Tensor epoch_images(std::shared_ptr<const ImageSource> source, int64_t epoch, size_t workers) {
   auto loader = make_loader(BatchDataset(source, false, {5, epoch}, nullptr),
                             EpochSampler({source->size(), 4, 5, epoch, true, false, 0}), 4, workers, 3);
@@ -57,8 +56,9 @@ TEST(FolderSource, ReadsTheTrainAndValSplitsOfAnImageNetLayout) {
   EXPECT_LT(px[2], 100);
   const auto grey = open_image_folder(folder_config(dir.path()), true, 3, 1);
   EXPECT_EQ(grey->read(1).image.channels(), 1);  // a PNG, decoded as grey
-  EXPECT_NE(testing::error_of<DataError>([&] { open_image_folder(folder_config(dir.path()), true, 5, 3); })
-                .find("3 classes, but model.num_classes is 5"),
+  EXPECT_NE(testing::error_of<DataError>([&] {
+              open_image_folder(folder_config(dir.path()), true, 5, 3);
+            }).find("3 classes, but model.num_classes is 5"),
             std::string::npos);
 }
 
@@ -69,8 +69,9 @@ TEST(FolderSource, ValClassFoldersAreUsedWhenThereIsNoLabelFile) {
   EXPECT_EQ(val->size(), 6u);
   EXPECT_EQ(val->label(2), 1);
   fs::remove_all(dir / "val" / "n2");
-  EXPECT_NE(testing::error_of<DataError>([&] { open_image_folder(folder_config(dir.path()), false, 3, 3); })
-                .find("same 3 class folders"),
+  EXPECT_NE(testing::error_of<DataError>([&] {
+              open_image_folder(folder_config(dir.path()), false, 3, 3);
+            }).find("same 3 class folders"),
             std::string::npos);
   DataConfig missing = folder_config(dir.path());
   missing.train_dir = "nope";
@@ -152,13 +153,16 @@ TEST(FolderSource, BadImagesAreReplacedCountedAndLimited) {
   EXPECT_TRUE(found) << "slot 0 holds a copy of another sample of this batch";
 
   auto strict = std::make_shared<BadSamples>("train", train->size(), 0.1, nullptr);  // 1 of 10 allowed
-  const std::string error = testing::error_of<DataError>([&] { BatchDataset(train, false, {3, 1}, strict).get_batch(all); });
+  const std::string error = testing::error_of<DataError>([&] {
+    BatchDataset(train, false, {3, 1}, strict).get_batch(all);
+  });
   EXPECT_NE(error.find("2 of the 10 train images could not be read, more than data.max_bad_fraction (0.1, 1 images)"),
             std::string::npos)
       << error;
   EXPECT_NE(error.find("img2.JPEG: truncated JPEG"), std::string::npos) << error;
-  EXPECT_NE(testing::error_of<DataError>([&] { BatchDataset(train, false).get_batch({0}); }).find("img0.JPEG: cannot decode"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::error_of<DataError>([&] { BatchDataset(train, false).get_batch({0}); }).find("img0.JPEG: cannot decode"),
+      std::string::npos);
 }
 
 TEST(FolderSource, EvalDropsUnreadableImagesInsteadOfCountingDuplicates) {

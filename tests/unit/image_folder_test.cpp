@@ -18,7 +18,6 @@ void touch(const fs::path& p) {
   write_text(p, "x");  // the index never decodes; content does not matter here
 }
 
-
 TEST(ImageFolder, ClassesAreFolderNamesInByteOrderAndFilesAreSorted) {
   TempDir dir;
   const fs::path train = dir / "train";
@@ -41,17 +40,22 @@ TEST(ImageFolder, ClassesAreFolderNamesInByteOrderAndFilesAreSorted) {
 
 TEST(ImageFolder, MissingOrEmptyFoldersAreClearErrors) {
   TempDir dir;
-  EXPECT_NE(testing::error_of<DataError>([&] { list_class_folders(dir / "train"); }).find("train: no such folder"), std::string::npos);
+  EXPECT_NE(testing::error_of<DataError>([&] { list_class_folders(dir / "train"); }).find("train: no such folder"),
+            std::string::npos);
   fs::create_directories(dir / "train");
-  EXPECT_NE(testing::error_of<DataError>([&] { list_class_folders(dir / "train"); }).find("no class folders"), std::string::npos);
+  EXPECT_NE(testing::error_of<DataError>([&] { list_class_folders(dir / "train"); }).find("no class folders"),
+            std::string::npos);
   touch(dir / "train" / "a" / "1.jpg");
   touch(dir / "train" / "b" / "readme.txt");
-  EXPECT_NE(testing::error_of<DataError>([&] { scan_class_folders(dir / "train", {"a", "b"}); }).find("b: class folder holds no images"),
+  EXPECT_NE(testing::error_of<DataError>([&] {
+              scan_class_folders(dir / "train", {"a", "b"});
+            }).find("b: class folder holds no images"),
             std::string::npos);
 }
 
 TEST(ImageFolder, ExtensionsAreCaseInsensitive) {
-  for (const char* yes : {"a.JPEG", "a.jpg", "b.Png", "c.tiff", "d.BMP", "e.webp"}) EXPECT_TRUE(has_image_extension(yes)) << yes;
+  for (const char* yes : {"a.JPEG", "a.jpg", "b.Png", "c.tiff", "d.BMP", "e.webp"})
+    EXPECT_TRUE(has_image_extension(yes)) << yes;
   for (const char* no : {"a.txt", "JPEG", "a.jpeg.bak", ".hidden", "a."}) EXPECT_FALSE(has_image_extension(no)) << no;
 }
 
@@ -99,7 +103,8 @@ TEST(ImageFolder, ClassNamesFromASynsetFile) {
   write_text(dir / "synsets.txt", "n01440764 tench, Tinca tinca\r\nn01443537 goldfish, Carassius auratus\n\n");
   EXPECT_EQ(read_class_names(dir / "synsets.txt", {"n01443537", "n99999999", "n01440764"}),
             (std::vector<std::string>{"goldfish, Carassius auratus", "n99999999", "tench, Tinca tinca"}));
-  EXPECT_NE(testing::error_of<DataError>([&] { read_class_names(dir / "none.txt", {}); }).find("none.txt: cannot open"), std::string::npos);
+  EXPECT_NE(testing::error_of<DataError>([&] { read_class_names(dir / "none.txt", {}); }).find("none.txt: cannot open"),
+            std::string::npos);
 }
 
 }  // namespace

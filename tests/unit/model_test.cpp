@@ -26,8 +26,8 @@ TEST(SimpleCnn, HasTheClassicExampleLayersAndNames) {
     names.push_back(item.key());
     count += item.value().numel();
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias",
-                                              "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight",
+                                             "fc1.bias", "fc2.weight", "fc2.bias"}));
   EXPECT_EQ(model->named_parameters()["fc1.weight"].sizes(), (std::vector<int64_t>{128, 9216}));
   EXPECT_EQ(count, 1199882);  // the PyTorch example's parameter count
   EXPECT_EQ(model->forward(torch::zeros({3, 1, 28, 28})).sizes(), (std::vector<int64_t>{3, 10}));
@@ -52,7 +52,8 @@ TEST(ModelFactory, UnknownArchListsTheValidOnes) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "config: model.arch: unknown architecture \"mnist_cnnn\"; did you mean \"mnist_cnn\"? (valid: " + join(model_names()) + ")");
+              "config: model.arch: unknown architecture \"mnist_cnnn\"; did you mean \"mnist_cnn\"? (valid: " +
+                  join(model_names()) + ")");
   }
 }
 
@@ -88,18 +89,17 @@ TEST_P(ResNetCounts, MatchTorchvision) {
   EXPECT_EQ(c.values, values);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Torchvision, ResNetCounts,
-    ::testing::Values(std::make_tuple("resnet18", 11689512, 122, 11699132),
-                      std::make_tuple("resnet34", 21797672, 218, 21814732),
-                      std::make_tuple("resnet50", 25557032, 320, 25610205),
-                      std::make_tuple("resnet101", 44549160, 626, 44654608),
-                      std::make_tuple("resnet152", 60192808, 932, 60344387),
-                      std::make_tuple("wide_resnet50_2", 68883240, 320, 68951517),
-                      std::make_tuple("wide_resnet101_2", 126886696, 626, 127024656),
-                      std::make_tuple("resnext50_32x4d", 25028904, 320, 25097181),
-                      std::make_tuple("resnext101_32x8d", 88791336, 626, 88994320)),
-    [](const auto& info) { return std::get<0>(info.param); });
+INSTANTIATE_TEST_SUITE_P(Torchvision, ResNetCounts,
+                         ::testing::Values(std::make_tuple("resnet18", 11689512, 122, 11699132),
+                                           std::make_tuple("resnet34", 21797672, 218, 21814732),
+                                           std::make_tuple("resnet50", 25557032, 320, 25610205),
+                                           std::make_tuple("resnet101", 44549160, 626, 44654608),
+                                           std::make_tuple("resnet152", 60192808, 932, 60344387),
+                                           std::make_tuple("wide_resnet50_2", 68883240, 320, 68951517),
+                                           std::make_tuple("wide_resnet101_2", 126886696, 626, 127024656),
+                                           std::make_tuple("resnext50_32x4d", 25028904, 320, 25097181),
+                                           std::make_tuple("resnext101_32x8d", 88791336, 626, 88994320)),
+                         [](const auto& info) { return std::get<0>(info.param); });
 
 std::vector<int64_t> shape_of(const torch::nn::Module& model, const std::string& name) {
   for (const auto& p : model.named_parameters())
@@ -250,7 +250,10 @@ TEST(LayoutCheck, FallsBackInOrderAndSaysWhy) {
   l = choose_layout(true, probe_with(1.3, 2e-7, 1, &calls), "resnet18 at 32x32 on cpu");
   EXPECT_FALSE(l.channels_last);
   EXPECT_TRUE(l.mkldnn);
-  EXPECT_NE(l.warning.find("wrong for resnet18 at 32x32 on cpu: relative error 1.3 against a float64 reference (tolerance 0.001)"), std::string::npos) << l.warning;
+  EXPECT_NE(l.warning.find(
+                "wrong for resnet18 at 32x32 on cpu: relative error 1.3 against a float64 reference (tolerance 0.001)"),
+            std::string::npos)
+      << l.warning;
   EXPECT_NE(l.warning.find("running in the contiguous layout instead"), std::string::npos) << l.warning;
 
   l = choose_layout(true, probe_with(1.3, 0.5, 3e-7, &calls), "m");
@@ -323,8 +326,7 @@ TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoes) {
     EXPECT_EQ(model->forward(torch::zeros({1, 1, 32, 32})).sizes(), (std::vector<int64_t>{1, 3})) << arch;
     if (row.any_input_size)
       EXPECT_EQ(model->forward(torch::zeros({1, 1, 48, 40})).sizes(), (std::vector<int64_t>{1, 3})) << arch;
-    else
-      EXPECT_ANY_THROW(model->forward(torch::zeros({1, 1, 48, 40}))) << arch;
+    else EXPECT_ANY_THROW(model->forward(torch::zeros({1, 1, 48, 40}))) << arch;
   }
 }
 

@@ -92,7 +92,7 @@ TEST(Chart, HeatMapColoursByShareOfTheWholeRow) {
     }
     return cv::Vec3b();
   };
-  EXPECT_EQ(corner(own), cv::Vec3b(120, 48, 8));     // the darkest blue
+  EXPECT_EQ(corner(own), cv::Vec3b(120, 48, 8));  // the darkest blue
   EXPECT_NEAR(corner(whole)[0], 255 + (120 - 255) * 0.25, 1.0);
   EXPECT_NEAR(corner(whole)[2], 255 + (8 - 255) * 0.25, 1.0);
 }
@@ -103,8 +103,8 @@ void expect_schema_matches(const nlohmann::json& value, const nlohmann::json& sc
   for (const auto& [key, v] : value.items()) {
     ASSERT_TRUE(schema["properties"].contains(key)) << path + key << " missing from the schema";
     // A section that may also be a bare name (data.augment.auto_augment): its object is the anyOf's second form.
-    const auto& p = schema["properties"][key].contains("anyOf") ? schema["properties"][key]["anyOf"][1]
-                                                                 : schema["properties"][key];
+    const auto& p =
+        schema["properties"][key].contains("anyOf") ? schema["properties"][key]["anyOf"][1] : schema["properties"][key];
     if (v.is_object()) {
       EXPECT_EQ(p["type"], "object") << path + key;
       EXPECT_EQ(p["additionalProperties"], false) << path + key;
@@ -114,8 +114,11 @@ void expect_schema_matches(const nlohmann::json& value, const nlohmann::json& sc
     EXPECT_FALSE(p["description"].get<std::string>().empty()) << path + key;
     // "type" is one name, or a list of them for keys that take true, false or "auto".
     const nlohmann::json types = p["type"].is_array() ? p["type"] : nlohmann::json::array({p["type"]});
-    const char* expected = v.is_boolean() ? "boolean" : v.is_number_integer() ? "integer" : v.is_number_float() ? "number"
-                         : v.is_array()   ? "array"   : "string";
+    const char* expected = v.is_boolean()          ? "boolean"
+                           : v.is_number_integer() ? "integer"
+                           : v.is_number_float()   ? "number"
+                           : v.is_array()          ? "array"
+                                                   : "string";
     EXPECT_NE(std::find(types.begin(), types.end(), expected), types.end()) << path + key << " is " << expected;
     EXPECT_EQ(p["default"], v) << path + key;
   }
@@ -134,7 +137,8 @@ TEST(ConfigSchema, CoversEveryKeyWithTypeDefaultRangeAndChoices) {
   EXPECT_EQ(optim["lr"]["exclusiveMinimum"], 0.0);
   EXPECT_EQ(optim["momentum"]["minimum"], 0.0);
   EXPECT_EQ(optim["name"]["enum"], (nlohmann::json{"sgd", "adamw"}));
-  EXPECT_EQ(schema["properties"]["data"]["properties"]["kind"]["enum"], (nlohmann::json{"mnist", "imagenet", "synthetic"}));
+  EXPECT_EQ(schema["properties"]["data"]["properties"]["kind"]["enum"],
+            (nlohmann::json{"mnist", "imagenet", "synthetic"}));
 }
 
 }  // namespace

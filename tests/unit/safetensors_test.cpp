@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 
@@ -11,8 +11,8 @@
 namespace trainer {
 namespace {
 
-using testing::TempDir;
 using nlohmann::json;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 // A file from parts: 8-byte little-endian length (or `claimed_length`), header text, data bytes.
@@ -68,7 +68,8 @@ TEST(Safetensors, RoundTripsEveryDtypeShapeAndMetadataBitForBit) {
 // The bytes other readers see: length, header JSON with dtype/shape/offsets, row-major little-endian data.
 TEST(Safetensors, WritesTheStandardLayout) {
   TempDir dir;
-  const torch::Tensor t = torch::arange(6, torch::kFloat).reshape({1, 2, 3, 1}).contiguous(torch::MemoryFormat::ChannelsLast);
+  const torch::Tensor t =
+      torch::arange(6, torch::kFloat).reshape({1, 2, 3, 1}).contiguous(torch::MemoryFormat::ChannelsLast);
   write_safetensors(dir / "w.safetensors", {{"w", t}, {"b", torch::tensor({9.0f})}}, {{"format", "pt"}});
   const std::string bytes = testing::read_text(dir / "w.safetensors");
   uint64_t n = 0;
@@ -125,8 +126,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "tensor \"w\": unsupported dtype \"F8_E4M3\""},
         BadFile{"NegativeShape", R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", k8Bytes, std::nullopt,
                 "tensor \"w\": shape [-2] holds a value that is not a size"},
-        BadFile{"FractionalShape", R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,8]}})", k8Bytes,
-                std::nullopt, "not a size"},
+        BadFile{"FractionalShape", R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,8]}})", k8Bytes, std::nullopt,
+                "not a size"},
         BadFile{"ShapeOverflow",
                 R"({"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,8]}})",
                 k8Bytes, std::nullopt, "tensor \"w\": shape [4611686018427387904,4611686018427387904] overflows"},
@@ -136,12 +137,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "is not a range"},
         BadFile{"SpanNotShape", R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", k8Bytes, std::nullopt,
                 "tensor \"w\": data_offsets [0,8] span 8 bytes but shape [3] of F32 needs 3 x 4"},
-        BadFile{"Overlap",
-                R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                k8Bytes, std::nullopt, "tensors \"a\" and \"b\" overlap"},
-        BadFile{"RepeatedName",
-                R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                k8Bytes, std::nullopt, "tensor \"a\" appears twice"},
+        BadFile{
+            "Overlap",
+            R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            k8Bytes, std::nullopt, "tensors \"a\" and \"b\" overlap"},
+        BadFile{
+            "RepeatedName",
+            R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            k8Bytes, std::nullopt, "tensor \"a\" appears twice"},
         BadFile{"MetadataNotText", R"({"__metadata__":{"epoch":3}})", "", std::nullopt,
                 "__metadata__.epoch is not a string"},
         BadFile{"MissingOffsets", R"({"w":{"dtype":"F32","shape":[1]}})", k8Bytes, std::nullopt,
@@ -151,7 +154,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Safetensors, RejectsTooShortAndTruncatedFiles) {
   TempDir dir;
   testing::write_text(dir / "short.safetensors", "abc");
-  EXPECT_NE(read_error(dir / "short.safetensors").find("3 bytes, too short for a safetensors header"), std::string::npos);
+  EXPECT_NE(read_error(dir / "short.safetensors").find("3 bytes, too short for a safetensors header"),
+            std::string::npos);
   EXPECT_NE(read_error(dir / "absent.safetensors").find("no such file"), std::string::npos);
 
   write_safetensors(dir / "w.safetensors", {{"a", torch::ones({64})}, {"b", torch::ones({64})}}, {});

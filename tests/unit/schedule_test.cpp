@@ -16,10 +16,10 @@ TEST(Schedule, WarmupThenCosine) {
   s.warmup_start_factor = 0.1;
   s.min_lr = 0.001;
   const ScheduleLength length{110, 11};
-  EXPECT_DOUBLE_EQ(lr_at(s, 0.1, 0, length), 0.01);                  // start of warmup: base * f
+  EXPECT_DOUBLE_EQ(lr_at(s, 0.1, 0, length), 0.01);                     // start of warmup: base * f
   EXPECT_DOUBLE_EQ(lr_at(s, 0.1, 5, length), 0.1 * (0.1 + 0.9 * 0.5));  // half way through warmup
-  EXPECT_DOUBLE_EQ(lr_at(s, 0.1, 10, length), 0.1);                  // end of warmup: the base lr
-  EXPECT_NEAR(lr_at(s, 0.1, 60, length), 0.001 + 0.099 * 0.5, 1e-15);  // mid-cosine
+  EXPECT_DOUBLE_EQ(lr_at(s, 0.1, 10, length), 0.1);                     // end of warmup: the base lr
+  EXPECT_NEAR(lr_at(s, 0.1, 60, length), 0.001 + 0.099 * 0.5, 1e-15);   // mid-cosine
   EXPECT_NEAR(lr_at(s, 0.1, 109, length), 0.001 + 0.099 * 0.5 * (1 + std::cos(M_PI * 99.0 / 100.0)), 1e-15);
   EXPECT_NEAR(lr_at(s, 0.1, 110, length), 0.001, 1e-15);
 }

@@ -47,7 +47,11 @@ TEST(TensorBoard, EventEncodingIsProtobuf) {
   // Event{wall_time: 1.5, step: 300, summary{value{tag: "a", simple_value: 2}}}, by hand.
   const std::string e = encode_scalars_event(1.5, 300, {{"a", 2.0}});
   const std::string expected = std::string("\x09\x00\x00\x00\x00\x00\x00\xF8\x3F", 9) + "\x10\xAC\x02" +
-                               std::string("\x2A\x0A\x0A\x08\x0A\x01" "a" "\x15\x00\x00\x00\x40", 12);
+                               std::string(
+                                   "\x2A\x0A\x0A\x08\x0A\x01"
+                                   "a"
+                                   "\x15\x00\x00\x00\x40",
+                                   12);
   EXPECT_EQ(e, expected);
   EXPECT_EQ(decode_event_step(e), 300);
   EXPECT_EQ(decode_event_step(encode_file_version_event(2.0)), 0);
@@ -70,14 +74,16 @@ TEST(TensorBoard, ResumeCutsEarlierFilesAtTheStep) {
   EXPECT_EQ(files, 1u);
   const auto events = read_tfrecords(w.file());
   ASSERT_EQ(events.size(), 5u);  // file_version, steps 1..3 kept, the new step 4
-  for (int64_t i = 1; i <= 3; ++i) EXPECT_EQ(events[i].substr(9), encode_scalars_event(0, i, {{"x", double(i)}}).substr(9));
+  for (int64_t i = 1; i <= 3; ++i)
+    EXPECT_EQ(events[i].substr(9), encode_scalars_event(0, i, {{"x", double(i)}}).substr(9));
   EXPECT_EQ(decode_event_step(events[4]), 4);
 }
 
 TEST(TensorBoard, ResumeLeavesADamagedFileAlone) {
   TempDir dir;
   fs::create_directories(dir / "tb");
-  std::string damaged = tfrecord_frame(encode_file_version_event(1)) + tfrecord_frame(encode_scalars_event(1, 1, {{"x", 1}})) +
+  std::string damaged = tfrecord_frame(encode_file_version_event(1)) +
+                        tfrecord_frame(encode_scalars_event(1, 1, {{"x", 1}})) +
                         tfrecord_frame(encode_scalars_event(1, 2, {{"x", 2}}));
   damaged[30] ^= 0x10;
   write_text(dir / "tb" / "events.out.tfevents.1.host.1", damaged);

@@ -94,9 +94,9 @@ TEST(DecodeReduction, PicksTheLargestScaleThatKeepsTheCropAtTheOutputSize) {
   TransformSpec spec = train_spec();
   auto reduction = [&](double w, double h) { return decode_reduction({{0, 0, w, h}, false, {}}, spec); };
   EXPECT_EQ(reduction(2000, 1800), 8);
-  EXPECT_EQ(reduction(1000, 900), 4);   // 1000/8 = 125 < 224, 900/4 = 225 >= 224
+  EXPECT_EQ(reduction(1000, 900), 4);  // 1000/8 = 125 < 224, 900/4 = 225 >= 224
   EXPECT_EQ(reduction(448, 448), 2);
-  EXPECT_EQ(reduction(447, 2000), 1);   // 447 / 2 < 224
+  EXPECT_EQ(reduction(447, 2000), 1);  // 447 / 2 < 224
   spec.reduce = false;
   EXPECT_EQ(reduction(2000, 1800), 1);
 }

@@ -26,9 +26,13 @@ TEST(World, NoLauncherIsOneProcess) {
 }
 
 TEST(World, TorchrunVariables) {
-  const World w = world_from_environment(lookup({{"WORLD_SIZE", "8"}, {"RANK", "5"}, {"LOCAL_RANK", "1"},
-                                                 {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "node0"},
-                                                 {"MASTER_PORT", "29400"}, {"SLURM_PROCID", "9"}}));
+  const World w = world_from_environment(lookup({{"WORLD_SIZE", "8"},
+                                                 {"RANK", "5"},
+                                                 {"LOCAL_RANK", "1"},
+                                                 {"LOCAL_WORLD_SIZE", "4"},
+                                                 {"MASTER_ADDR", "node0"},
+                                                 {"MASTER_PORT", "29400"},
+                                                 {"SLURM_PROCID", "9"}}));
   EXPECT_EQ(w.launcher, "torchrun");  // torchrun's variables win over SLURM's (torchrun inside an allocation)
   EXPECT_EQ(w.size, 8);
   EXPECT_EQ(w.rank, 5);
@@ -37,7 +41,8 @@ TEST(World, TorchrunVariables) {
   EXPECT_EQ(w.master_addr, "node0");
   EXPECT_EQ(w.port, 29400);
   EXPECT_FALSE(w.agent_store);
-  const World agent = world_from_environment(lookup({{"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+  const World agent = world_from_environment(lookup({{"WORLD_SIZE", "2"},
+                                                     {"MASTER_ADDR", "h"},
                                                      {"TORCHELASTIC_USE_AGENT_STORE", "True"},
                                                      {"TORCHELASTIC_RESTART_COUNT", "3"}}));
   EXPECT_TRUE(agent.agent_store);
@@ -45,8 +50,10 @@ TEST(World, TorchrunVariables) {
 }
 
 TEST(World, SlurmVariablesTakeTheMasterFromTheNodeList) {
-  const World w = world_from_environment(lookup({{"SLURM_NTASKS", "16"}, {"SLURM_PROCID", "9"},
-                                                 {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS_PER_NODE", "8(x2)"},
+  const World w = world_from_environment(lookup({{"SLURM_NTASKS", "16"},
+                                                 {"SLURM_PROCID", "9"},
+                                                 {"SLURM_LOCALID", "1"},
+                                                 {"SLURM_NTASKS_PER_NODE", "8(x2)"},
                                                  {"SLURM_JOB_NODELIST", "gpu[007-008]"}}));
   EXPECT_EQ(w.launcher, "slurm");
   EXPECT_EQ(w.size, 16);

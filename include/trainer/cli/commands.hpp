@@ -37,29 +37,30 @@ struct EvalArgs {
   std::string config;                  // --config FILE: data settings to evaluate on (model must match)
   std::vector<std::string> overrides;  // --set KEY=VALUE
   std::string output;                  // --output FILE: the JSON report (default: OUTPUT_DIR/eval.json)
-  std::string output_dir;              // --output-dir DIR: eval.json and confusion.png (default: the checkpoint's folder)
-  std::string split = "val";           // --split val|train (train: the training images, eval transform)
-  bool ema = false;                    // --ema: the checkpoint's EMA weights
-  std::string predictions;             // --predictions FILE.csv: one row per image with its top-5
+  std::string output_dir;     // --output-dir DIR: eval.json and confusion.png (default: the checkpoint's folder)
+  std::string split = "val";  // --split val|train (train: the training images, eval transform)
+  bool ema = false;           // --ema: the checkpoint's EMA weights
+  std::string predictions;    // --predictions FILE.csv: one row per image with its top-5
 };
 
-// `trainer bench` (bench_command.cpp, and config_bench_command.cpp with --config): times the training step (forward, loss, backward, SGD update) on random data.
+// `trainer bench` (bench_command.cpp, and config_bench_command.cpp with --config): times the training step (forward,
+// loss, backward, SGD update) on random data.
 struct BenchArgs {
   std::string arch = "resnet50";
   int64_t batch = 16;
-  int64_t size = 224;                  // square input, pixels
+  int64_t size = 224;  // square input, pixels
   int64_t classes = 1000;
   std::string stem = "imagenet";
   bool channels_last = false;
-  int64_t threads = 0;                 // 0: all cores
+  int64_t threads = 0;  // 0: all cores
   std::string device = "auto";
-  int64_t warmup = 2;                  // untimed steps first (allocator, oneDNN/cuDNN kernel choice)
+  int64_t warmup = 2;  // untimed steps first (allocator, oneDNN/cuDNN kernel choice)
   int64_t steps = 10;
-  std::string amp = "off";             // off, bfloat16 or float16: autocast as train.amp does
-  bool loss_scaler = false;            // run the float16 loss scaler's work even without float16 (its cost)
-  double clip = 0.0;                   // clip the gradient norm (0: off)
-  bool ema = false;                    // update a weight EMA after every step
-  bool json = false;                   // print one JSON line instead of a sentence
+  std::string amp = "off";   // off, bfloat16 or float16: autocast as train.amp does
+  bool loss_scaler = false;  // run the float16 loss scaler's work even without float16 (its cost)
+  double clip = 0.0;         // clip the gradient norm (0: off)
+  bool ema = false;          // update a weight EMA after every step
+  bool json = false;         // print one JSON line instead of a sentence
   // With --config: time that run's own pipeline and step instead (run_config_bench).
   std::string config;                  // --config FILE
   std::vector<std::string> overrides;  // --set KEY=VALUE

@@ -55,10 +55,12 @@ struct RunConfig {
             "bit; slower, and an operation without a deterministic kernel stops the run");
     v.field("dist_timeout_s", dist_timeout_s,
             "data-parallel runs: seconds a rank waits for the others (rendezvous, all-reduce) before the run stops "
-            "with an error naming the operation", Range::greater_than(0));
+            "with an error naming the operation",
+            Range::greater_than(0));
     v.field("dist_bucket_mb", dist_bucket_mb,
             "data-parallel runs: MiB of gradients per all-reduce bucket; each bucket is reduced as soon as backward "
-            "has produced it", Range::greater_than(0));
+            "has produced it",
+            Range::greater_than(0));
     v.choice("dist_backend", dist_backend, dist_backends(),
              "data-parallel runs: c10d process group; auto takes NCCL on CUDA and Gloo on the CPU");
   }
@@ -124,7 +126,8 @@ struct AutoAugmentConfig {
             Range::at_least(2));
     v.field("magnitude_std", magnitude_std,
             "randaugment: standard deviation, in bins, of Gaussian noise added to the magnitude of each op (timm); 0: "
-            "torchvision's fixed magnitude", Range::at_least(0));
+            "torchvision's fixed magnitude",
+            Range::at_least(0));
     v.field("severity", severity, "augmix: magnitude bins used, 1 .. 10", Range::between(1, 10));
     v.field("mixture_width", mixture_width, "augmix: augmentation chains mixed", Range::at_least(1));
     v.field("chain_depth", chain_depth, "augmix: ops per chain; -1 draws 1, 2 or 3 per chain", Range::at_least(-1));
@@ -165,8 +168,7 @@ struct RandomErasingConfig {
 
   template <class V>
   void visit(V& v) {
-    v.field("prob", prob, "probability that a training image has a rectangle erased; 0 disables",
-            Range::between(0, 1));
+    v.field("prob", prob, "probability that a training image has a rectangle erased; 0 disables", Range::between(0, 1));
     v.field("scale", scale, "[min, max] erased area as a fraction of the image");
     v.field("ratio", ratio, "[min, max] aspect ratio (height / width) of the erased rectangle, sampled log-uniformly");
     v.choice("value", value, erasing_values(), "0 (the normalised mean) or \"random\" (standard normal noise)");
@@ -290,8 +292,8 @@ struct DataConfig {
             "readable class names in class order, for reports (empty: class_names_file, folder names or indices)");
     v.choice("decode_reduce", decode_reduce, decode_reduce_modes(),
              "imagenet: decode JPEGs at 1/2, 1/4 or 1/8 scale when the crop allows it");
-    v.field("max_bad_fraction", max_bad_fraction,
-            "imagenet: share of unreadable images in a split that stops the run", Range::between(0, 1));
+    v.field("max_bad_fraction", max_bad_fraction, "imagenet: share of unreadable images in a split that stops the run",
+            Range::between(0, 1));
     v.section("augment", augment);
     v.section("repeated_augmentation", repeated_augmentation);
     v.section("synthetic", synthetic);
@@ -380,8 +382,10 @@ struct OptimConfig {
 // The schedule after warmup. Each kind is one row of optim/schedules.cpp: its rules and formula.
 enum class ScheduleKind { constant, cosine, step, multistep, exponential, polynomial };
 inline const EnumTable<ScheduleKind>& schedule_kinds() {
-  static const EnumTable<ScheduleKind> table{{"constant", ScheduleKind::constant},   {"cosine", ScheduleKind::cosine},
-                                             {"step", ScheduleKind::step},           {"multistep", ScheduleKind::multistep},
+  static const EnumTable<ScheduleKind> table{{"constant", ScheduleKind::constant},
+                                             {"cosine", ScheduleKind::cosine},
+                                             {"step", ScheduleKind::step},
+                                             {"multistep", ScheduleKind::multistep},
                                              {"exponential", ScheduleKind::exponential},
                                              {"polynomial", ScheduleKind::polynomial}};
   return table;
@@ -451,7 +455,8 @@ struct AmpConfig {
     v.field("init_scale", init_scale, "float16: initial loss scale", Range::greater_than(0));
     v.field("growth_factor", growth_factor, "float16: scale multiplier after growth_interval clean steps",
             Range::greater_than(1));
-    v.field("backoff_factor", backoff_factor, "float16: scale multiplier after an overflow", Range::between(0.0001, 0.9999));
+    v.field("backoff_factor", backoff_factor, "float16: scale multiplier after an overflow",
+            Range::between(0.0001, 0.9999));
     v.field("growth_interval", growth_interval, "float16: clean steps before the scale grows", Range::at_least(1));
   }
 };
@@ -493,8 +498,10 @@ struct EmaConfig {
 
 enum class BestMetric { top1, top5, loss, ema_top1 };
 inline const EnumTable<BestMetric>& best_metrics() {
-  static const EnumTable<BestMetric> table{
-      {"top1", BestMetric::top1}, {"top5", BestMetric::top5}, {"loss", BestMetric::loss}, {"ema_top1", BestMetric::ema_top1}};
+  static const EnumTable<BestMetric> table{{"top1", BestMetric::top1},
+                                           {"top5", BestMetric::top5},
+                                           {"loss", BestMetric::loss},
+                                           {"ema_top1", BestMetric::ema_top1}};
   return table;
 }
 

@@ -19,8 +19,22 @@ namespace trainer {
 // `count` is not an op: it numbers them, so tables indexed by op (the names) are sized by the enum and tests loop
 // over every op.
 enum class AugmentOp {
-  identity, shear_x, shear_y, translate_x, translate_y, rotate, brightness, color, contrast, sharpness,
-  posterize, solarize, autocontrast, equalize, invert, count
+  identity,
+  shear_x,
+  shear_y,
+  translate_x,
+  translate_y,
+  rotate,
+  brightness,
+  color,
+  contrast,
+  sharpness,
+  posterize,
+  solarize,
+  autocontrast,
+  equalize,
+  invert,
+  count
 };
 inline constexpr size_t kAugmentOpCount = static_cast<size_t>(AugmentOp::count);
 

@@ -35,8 +35,8 @@ struct PolicyRow {
   // Magnitude bins the policy always uses (AutoAugment and AugMix: 10); 0: auto_augment.num_magnitude_bins.
   int64_t fixed_bins = 0;
   // One draw of a single-chain policy: the ops applied to an image, in order (null: none and augmix).
-  std::vector<ChosenOp> (*choose)(const AutoAugmentConfig& c, const std::vector<OpSpace>& space, SplitMix64& rng) =
-      nullptr;
+  std::vector<ChosenOp> (*choose)(const AutoAugmentConfig& c, const std::vector<OpSpace>& space,
+                                  SplitMix64& rng) = nullptr;
   // A policy that mixes several chains (augmix); null: the chosen ops applied one after another.
   void (*apply)(const AutoAugmentConfig& c, const OpSettings& settings, const std::vector<OpSpace>& space,
                 cv::Mat& image, SplitMix64& rng) = nullptr;

@@ -1,5 +1,6 @@
 // The order of one epoch as a pure function of (seed, epoch): the same batches whatever the worker count or the
-// number of data-parallel processes, and a resumed run can start at any batch offset. Plugs into LibTorch's DataLoader as its sampler.
+// number of data-parallel processes, and a resumed run can start at any batch offset. Plugs into LibTorch's DataLoader
+// as its sampler.
 //   SamplerOptions o;  o.size = n;  o.batch_size = 64;  o.seed = 1;  o.epoch = 3;  o.start_batch = 10;
 //   EpochSampler s(o);
 #pragma once
@@ -21,7 +22,7 @@ struct SamplerOptions {
   size_t start_batch = 0;  // batches of this epoch already consumed (resume)
   size_t rank = 0;         // data-parallel: this process takes its share of every (global) batch
   size_t world = 1;
-  size_t repeats = 1;      // repeated augmentation: each drawn image comes `repeats` times (see epoch_order)
+  size_t repeats = 1;  // repeated augmentation: each drawn image comes `repeats` times (see epoch_order)
 };
 
 // Rank `rank`'s share of a global batch of `batch` images over `world` processes: a contiguous [first, first +
@@ -39,8 +40,7 @@ class EpochSampler final : public torch::data::samplers::Sampler<std::vector<siz
   // The full index order of an epoch: identity, or a Fisher-Yates shuffle driven by hash(seed, epoch). With
   // repeats r > 1 (torchvision's RASampler), each image of that order is followed by its copies i + k * size
   // (k = 1 .. r - 1), and the epoch stops after `size` entries; a batch's copies are dealt to the ranks in turn.
-  static std::vector<size_t> epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle,
-                                         size_t repeats = 1);
+  static std::vector<size_t> epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle, size_t repeats = 1);
 
   size_t batches_per_epoch() const;
 

@@ -42,8 +42,8 @@ class FolderSource final : public ImageSource {
 
 // The train split (ROOT/train_dir/<class>/*) or the eval split (ROOT/val_dir/* listed in ROOT/val_labels, or
 // ROOT/val_dir/<class>/* when that file does not exist). Classes come from the train folder's sub-folders and
-// must number model.num_classes (0: any number). `augment` picks the train transform or the eval one (default: the train one
-// for the train split). Throws DataError for a missing or malformed layout.
+// must number model.num_classes (0: any number). `augment` picks the train transform or the eval one (default: the
+// train one for the train split). Throws DataError for a missing or malformed layout.
 std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bool train, int64_t num_classes,
                                                       int64_t channels, std::optional<bool> augment = std::nullopt);
 

@@ -25,8 +25,8 @@ std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, 
 size_t train_batches_per_epoch(size_t images, const DataConfig& data, bool drop_last);
 
 struct TrainLoaderOptions {
-  bool drop_last = false;           // data.drop_last as last_batch_rule() resolved it
-  uint64_t seed = 0;                // run.seed: order and augmentation are functions of (seed, epoch, index)
+  bool drop_last = false;  // data.drop_last as last_batch_rule() resolved it
+  uint64_t seed = 0;       // run.seed: order and augmentation are functions of (seed, epoch, index)
   int64_t epoch = 0;
   size_t start_batch = 0;           // > 0: a resumed epoch continues from this batch
   bool pin_memory = false;          // CUDA: batches in page-locked memory, for copies that overlap compute
@@ -41,9 +41,8 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
 
 // The eval loader: every image once, in order; an unreadable image is recorded in `bad` and left out of the
 // figures (kDroppedLabel), or throws without `bad`.
-std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size,
-                                         size_t workers, size_t prefetch, bool pin_memory,
-                                         std::shared_ptr<BadSamples> bad);
+std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size, size_t workers,
+                                         size_t prefetch, bool pin_memory, std::shared_ptr<BadSamples> bad);
 
 // Calls `f(batch)` for each batch until it returns false. A loader thread's error arrives wrapped in LibTorch's
 // WorkerException: the original is rethrown, so a DataError stays a one-line user error.

@@ -30,8 +30,8 @@ struct ExportRequest {
   Metadata metadata;        // text keys and values (lists and objects as JSON text)
   ImageShape input;         // C, H, W the model was trained on
   int64_t num_classes = 0;
-  int64_t opset = 0;        // ONNX operator set (0: kDefaultOnnxOpset)
-  int64_t batch = 0;        // fixed batch size (0: dynamic)
+  int64_t opset = 0;  // ONNX operator set (0: kDefaultOnnxOpset)
+  int64_t batch = 0;  // fixed batch size (0: dynamic)
 };
 
 // An exported file opened for inference: its metadata and a Classifier whose forward runs the file (on the CPU).

@@ -40,8 +40,8 @@ class GradReducer {
     std::vector<size_t> members;   // indices into parameters_
     std::vector<int64_t> offsets;  // each member's first element in `flat`
     torch::Tensor flat;
-    size_t ready = 0;              // members whose gradient has arrived since arm()
-    std::function<void()> wait;    // set once the all-reduce is started
+    size_t ready = 0;            // members whose gradient has arrived since arm()
+    std::function<void()> wait;  // set once the all-reduce is started
   };
 
   void on_gradient(size_t parameter, const torch::Tensor& grad);
@@ -50,9 +50,9 @@ class GradReducer {
   std::vector<torch::Tensor> parameters_;
   Collectives& group_;
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;   // parameter index -> bucket index
-  std::vector<size_t> slot_of_;     // parameter index -> its place among the bucket's members
-  std::vector<bool> arrived_;       // per parameter, since arm()
+  std::vector<size_t> bucket_of_;  // parameter index -> bucket index
+  std::vector<size_t> slot_of_;    // parameter index -> its place among the bucket's members
+  std::vector<bool> arrived_;      // per parameter, since arm()
   std::vector<unsigned> hooks_;
   bool armed_ = false;
   double waited_seconds_ = 0.0;

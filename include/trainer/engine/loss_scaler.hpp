@@ -11,8 +11,8 @@
 // so the logic runs, and is tested, on CPU. Disabled, every call is a no-op and scale() returns the loss.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <torch/types.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <vector>

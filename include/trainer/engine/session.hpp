@@ -47,15 +47,15 @@ struct Session {
   std::shared_ptr<const ImageSource> eval_data;
   std::shared_ptr<BadSamples> train_bad;  // unreadable images met so far, per split
   std::shared_ptr<BadSamples> eval_bad;
-  bool drop_last = false;        // data.drop_last resolved for this model (data/last_batch.hpp)
+  bool drop_last = false;  // data.drop_last resolved for this model (data/last_batch.hpp)
   ClassifierPtr model;
-  KernelLayout layout;           // model.channels_last resolved and self-checked for this device
+  KernelLayout layout;  // model.channels_last resolved and self-checked for this device
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradReducer> reducer;  // data-parallel runs: averages the gradients over the ranks
-  Normalization norm;            // data.mean / data.std on the model's device
-  StepOptions step_options;      // precision, accumulation, clipping (the counter is state.step)
-  LossScaler scaler;             // enabled for float16 autocast
-  std::unique_ptr<WeightEma> ema;  // with train.ema.enabled
+  Normalization norm;                    // data.mean / data.std on the model's device
+  StepOptions step_options;              // precision, accumulation, clipping (the counter is state.step)
+  LossScaler scaler;                     // enabled for float16 autocast
+  std::unique_ptr<WeightEma> ema;        // with train.ema.enabled
   TrainState state;
   std::unique_ptr<MetricsSink> metrics;
 };

@@ -34,8 +34,8 @@ namespace trainer {
 struct StepOptions {
   double label_smoothing = 0.0;
   int64_t accumulate_steps = 1;
-  double clip_grad_norm = 0.0;              // 0: no clipping
-  std::optional<at::ScalarType> autocast;   // the autocast dtype, when mixed precision is on
+  double clip_grad_norm = 0.0;             // 0: no clipping
+  std::optional<at::ScalarType> autocast;  // the autocast dtype, when mixed precision is on
   c10::DeviceType device = c10::DeviceType::CPU;
 
   bool uses_scaler() const { return autocast == at::kHalf; }
@@ -60,9 +60,9 @@ MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const S
                              const LossScaler& scaler, double loss_weight = 1.0);
 
 struct UpdateResult {
-  bool skipped = false;                 // the loss scaler found inf/NaN gradients: no update was made
-  torch::Tensor grad_norm;              // total gradient norm before clipping, a device scalar; defined when
-                                        // clipping is on (reading it waits for the device)
+  bool skipped = false;     // the loss scaler found inf/NaN gradients: no update was made
+  torch::Tensor grad_norm;  // total gradient norm before clipping, a device scalar; defined when
+                            // clipping is on (reading it waits for the device)
 };
 
 UpdateResult apply_update(Classifier& model, torch::optim::Optimizer& optimizer, LossScaler& scaler,

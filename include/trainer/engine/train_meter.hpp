@@ -19,15 +19,15 @@ namespace trainer {
 
 // What a closed interval or epoch amounts to, read back from the device.
 struct TrainFigures {
-  int64_t first_step = 0;   // its first optimizer step (1-based)
+  int64_t first_step = 0;  // its first optimizer step (1-based)
   int64_t images = 0;
-  double loss = 0.0;        // mean training loss of its images
+  double loss = 0.0;  // mean training loss of its images
   double top1 = 0.0;
   double seconds = 0.0;
-  double data_wait = 0.0;   // seconds waiting for the loader
-  double compute = 0.0;     // seconds in the step
+  double data_wait = 0.0;      // seconds waiting for the loader
+  double compute = 0.0;        // seconds in the step
   double max_grad_norm = 0.0;  // with clipping: the largest total gradient norm (NaN when one was NaN)
-  int64_t skipped = 0;      // optimizer steps skipped by the loss scaler
+  int64_t skipped = 0;         // optimizer steps skipped by the loss scaler
 
   double images_per_s() const { return static_cast<double>(images) / seconds; }
   double data_wait_share() const { return data_wait / std::max(1e-9, data_wait + compute); }
@@ -58,7 +58,7 @@ class TrainMeter {
     int64_t images = 0;
     int64_t first_step = 0;
     double data_wait = 0.0, compute = 0.0;
-    torch::Tensor max_grad_norm;      // on the device; undefined until a clipped step is absorbed
+    torch::Tensor max_grad_norm;  // on the device; undefined until a clipped step is absorbed
     int64_t skipped = 0;
     Clock::time_point start = Clock::now();
 

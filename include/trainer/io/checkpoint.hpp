@@ -5,10 +5,10 @@
 //   const LoadedCheckpoint ck("runs/x/last.pt"); ck.restore_model(*model);
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/input-archive.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <memory>
@@ -24,10 +24,10 @@ constexpr int64_t kCheckpointFormatVersion = 1;
 
 // Where a run stands: what it has done so far, and where it continues.
 struct TrainState {
-  int64_t epoch = 0;            // completed epochs
-  int64_t step = 0;             // completed optimizer steps
-  int64_t batch_in_epoch = 0;   // batches of epoch `epoch` (0-based) already trained: > 0 after a mid-epoch stop
-  std::optional<double> best;   // best value of train.best_metric so far; none before the first evaluation
+  int64_t epoch = 0;           // completed epochs
+  int64_t step = 0;            // completed optimizer steps
+  int64_t batch_in_epoch = 0;  // batches of epoch `epoch` (0-based) already trained: > 0 after a mid-epoch stop
+  std::optional<double> best;  // best value of train.best_metric so far; none before the first evaluation
 };
 
 // Whether a metadata key must be in a checkpoint; optional keys were added after format version 1 was first
@@ -36,10 +36,10 @@ enum class MetaKey { required, optional };
 
 // A checkpoint's metadata is the run's TrainState plus what it takes to rebuild the run around it.
 struct CheckpointMeta : TrainState {
-  nlohmann::json config;                 // the resolved config of the run
+  nlohmann::json config;  // the resolved config of the run
   std::vector<std::string> class_names;
-  ImageShape input;                      // training image shape; lets export rebuild the model without the data
-  nlohmann::json scaler;                 // LossScaler::state(), null without one
+  ImageShape input;       // training image shape; lets export rebuild the model without the data
+  nlohmann::json scaler;  // LossScaler::state(), null without one
   int64_t ema_updates = 0;
 
   // The metadata's JSON keys, declared once for writing and reading.
@@ -51,7 +51,7 @@ struct CheckpointMeta : TrainState {
     v.field("batch_in_epoch", batch_in_epoch, MetaKey::optional);
     v.field("best", best, MetaKey::optional);  // older files: best_top1, read by the loader
     v.field("class_names", class_names, MetaKey::required);
-    v.field("input", input, MetaKey::optional);      // absent before export existed
+    v.field("input", input, MetaKey::optional);  // absent before export existed
     v.field("scaler", scaler, MetaKey::optional);
     v.field("ema_updates", ema_updates, MetaKey::optional);
   }

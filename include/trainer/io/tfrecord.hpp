@@ -6,8 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <vector>
 

@@ -22,15 +22,15 @@ struct WeightsReport {
   std::vector<std::string> ignored;    // file keys matching an exclude pattern, absent from the model
   std::vector<std::string> defaulted;  // *.num_batches_tracked absent from the file (older torchvision files)
   std::vector<std::string> unused_patterns;
-  int64_t values = 0;                  // elements copied
+  int64_t values = 0;  // elements copied
 };
 
 // Copies every model key from `tensors` except those matching an `exclude` glob ("fc.*", "layer4.*.bn?.*").
 // Floating-point values are converted to the model's dtype (F16/BF16 files load into F32 models). Throws
 // WeightsError naming `source` with the missing, unexpected and mismatched keys when anything else differs;
 // the model is left unchanged then.
-WeightsReport load_weights(torch::nn::Module& model, const NamedTensors& tensors, const std::vector<std::string>& exclude,
-                           const std::string& source);
+WeightsReport load_weights(torch::nn::Module& model, const NamedTensors& tensors,
+                           const std::vector<std::string>& exclude, const std::string& source);
 
 // "loaded 122 tensors (11,689,512 values); excluded 2 (fc.weight, fc.bias)" for the log.
 std::string describe(const WeightsReport& report);

@@ -15,8 +15,8 @@
 namespace trainer {
 
 enum class LayerKind {
-  conv,             // param.weight [O, I/groups, k, k] (+ param.bias): kernel, stride, padding, groups
-  batch_norm,       // param.{weight, bias, running_mean, running_var}, eps (inference: running statistics)
+  conv,        // param.weight [O, I/groups, k, k] (+ param.bias): kernel, stride, padding, groups
+  batch_norm,  // param.{weight, bias, running_mean, running_var}, eps (inference: running statistics)
   relu,
   max_pool,         // kernel, stride, padding
   add,              // inputs[0] + inputs[1]
@@ -31,8 +31,8 @@ struct Layer {
   std::string output;               // the value this layer makes
   std::string param;                // state-dict prefix of its parameters ("layer1.0.conv1"); empty when none
   int64_t kernel = 0, stride = 1, padding = 0, groups = 1;
-  bool bias = false;                // conv: has param.bias
-  double eps = 1e-5;                // batch_norm
+  bool bias = false;  // conv: has param.bias
+  double eps = 1e-5;  // batch_norm
 };
 
 struct LayerGraph {

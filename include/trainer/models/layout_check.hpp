@@ -20,10 +20,10 @@ namespace trainer {
 
 struct KernelLayout {
   bool channels_last = false;
-  bool mkldnn = true;          // oneDNN (mkldnn) CPU kernels; false: they were switched off for this process
-  bool checked = false;        // the self-check ran (it runs only for channels_last requests)
-  double error = 0.0;          // the chosen layout's relative error against the reference
-  std::string warning;         // non-empty when the request was overridden: which layout, and why
+  bool mkldnn = true;    // oneDNN (mkldnn) CPU kernels; false: they were switched off for this process
+  bool checked = false;  // the self-check ran (it runs only for channels_last requests)
+  double error = 0.0;    // the chosen layout's relative error against the reference
+  std::string warning;   // non-empty when the request was overridden: which layout, and why
 };
 
 // model.channels_last resolved for a device: auto is on on CUDA for the models whose row says so (every ResNet,

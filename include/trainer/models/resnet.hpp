@@ -23,10 +23,10 @@ namespace trainer {
 
 // What distinguishes one member of the family from another.
 struct ResNetSpec {
-  bool bottleneck = false;             // 1x1-3x3-1x1 blocks (expansion 4) instead of two 3x3 convs
-  std::array<int64_t, 4> blocks{};     // blocks in layer1..layer4
-  int64_t groups = 1;                  // grouped 3x3 convs (ResNeXt)
-  int64_t width_per_group = 64;        // 128 for the wide ResNets
+  bool bottleneck = false;          // 1x1-3x3-1x1 blocks (expansion 4) instead of two 3x3 convs
+  std::array<int64_t, 4> blocks{};  // blocks in layer1..layer4
+  int64_t groups = 1;               // grouped 3x3 convs (ResNeXt)
+  int64_t width_per_group = 64;     // 128 for the wide ResNets
 };
 
 // resnet18 ... resnext101_32x8d, in the order they are listed to users.
@@ -37,7 +37,7 @@ struct ResNetOptions {
   int64_t in_channels = 3;
   int64_t num_classes = 1000;
   StemKind stem = StemKind::imagenet;
-  double dropout = 0.0;                // before fc; torchvision has none, so 0 keeps it exact
+  double dropout = 0.0;  // before fc; torchvision has none, so 0 keeps it exact
   bool zero_init_residual = false;
 };
 

@@ -19,7 +19,7 @@
 namespace trainer {
 
 struct ScheduleLength {
-  int64_t total_steps = 0;      // optimizer steps in the whole run
+  int64_t total_steps = 0;  // optimizer steps in the whole run
   int64_t steps_per_epoch = 0;
 };
 

@@ -22,8 +22,8 @@ struct Series {
   std::string label;
   std::vector<double> x, y;  // NaN y values are gaps
   cv::Scalar color = kBlue;
-  bool line = true;          // join the points
-  bool markers = false;      // a dot at each point
+  bool line = true;      // join the points
+  bool markers = false;  // a dot at each point
 };
 
 struct Panel {

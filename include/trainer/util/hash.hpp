@@ -22,7 +22,9 @@ class SplitMix64 {
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
   uint64_t next() { return mix64(state_++); }
   // Uniform in [0, bound) without modulo bias worth caring about for bound << 2^64.
-  uint64_t below(uint64_t bound) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * bound) >> 64); }
+  uint64_t below(uint64_t bound) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * bound) >> 64);
+  }
 
  private:
   uint64_t state_;

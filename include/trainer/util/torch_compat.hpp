@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <variant>
 #include <utility>
+#include <variant>
 
 // CMake defines TRAINER_CUDA when the LibTorch found has CUDA; CPU builds never see CUDA headers.
 #if defined(TRAINER_CUDA) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
