@@ -83,5 +83,19 @@ TEST(World, BadValuesAreOneLineErrorsNamingTheVariable) {
   EXPECT_EQ(error({{"WORLD_SIZE", "1"}}), "no error");  // one process needs no master
 }
 
+// The built-in launcher takes MASTER_PORT when set, with the check the ranks apply to it.
+TEST(World, LauncherPortIsCheckedAsTheRanksCheckIt) {
+  EXPECT_EQ(master_port(lookup({})), std::nullopt);
+  EXPECT_EQ(master_port(lookup({{"MASTER_PORT", "29511"}})), 29511);
+  EXPECT_EQ(testing::error_of<UsageError>([] {
+              master_port(lookup({{"MASTER_PORT", "abc"}}));
+            }),
+            "usage: environment: MASTER_PORT=abc is not a whole number");
+  EXPECT_EQ(testing::error_of<UsageError>([] {
+              master_port(lookup({{"MASTER_PORT", "0"}}));
+            }),
+            "usage: environment: MASTER_PORT=0 is out of range (1 to 65535)");
+}
+
 }  // namespace
 }  // namespace trainer
