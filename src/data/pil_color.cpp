@@ -249,38 +249,11 @@ void pil_adjust_hue(cv::Mat& image, double hue_factor) {
     const uint8_t up = clip8(static_cast<int>(std::round(static_cast<float>(uv) * (1.0 - fs))));
     const uint8_t uq = clip8(static_cast<int>(std::round(static_cast<float>(uv) * (1.0 - fs * f))));
     const uint8_t ut = clip8(static_cast<int>(std::round(static_cast<float>(uv) * (1.0 - fs * (1.0 - f)))));
-    switch (sector % 6) {
-      case 0:
-        p[0] = uv;
-        p[1] = ut;
-        p[2] = up;
-        break;
-      case 1:
-        p[0] = uq;
-        p[1] = uv;
-        p[2] = up;
-        break;
-      case 2:
-        p[0] = up;
-        p[1] = uv;
-        p[2] = ut;
-        break;
-      case 3:
-        p[0] = up;
-        p[1] = uq;
-        p[2] = uv;
-        break;
-      case 4:
-        p[0] = ut;
-        p[1] = up;
-        p[2] = uv;
-        break;
-      default:
-        p[0] = uv;
-        p[1] = up;
-        p[2] = uq;
-        break;
-    }
+    // Which of v, p, q and t each of R, G and B takes in each sixth of the hue circle (sector 6 is sector 0).
+    static constexpr int kSectorPicks[6][3] = {{0, 3, 1}, {2, 0, 1}, {1, 0, 3}, {1, 2, 0}, {3, 1, 0}, {0, 1, 2}};
+    const uint8_t vpqt[4] = {uv, up, uq, ut};
+    const int* pick = kSectorPicks[sector % 6];
+    for (int c = 0; c < 3; ++c) p[c] = vpqt[pick[c]];
   }
 }
 
