@@ -30,7 +30,7 @@ struct TrainArgs {
   bool smoke = false;                  // --smoke
   int64_t stop_after_epoch = 0;        // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
   int64_t stop_after_step = 0;         // --stop-after-step N: save and stop after optimizer step N, mid-epoch
-  int64_t nproc_per_node = 0;          // --nproc-per-node N: start N data-parallel processes here (cli/launcher)
+  int64_t nproc_per_node = 0;          // --nproc-per-node N: start N processes here (distributed/launcher)
 };
 
 }  // namespace

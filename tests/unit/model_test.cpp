@@ -314,8 +314,9 @@ TEST(ModelFactory, EveryArchHasExactlyOneRow) {
 }
 
 // A row's any_input_size is what the model does: it runs at a second input size, or its forward pass fails there.
-// Checked on the smallest model of each family (the others share their family's builder).
-TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoes) {
+// And every family exports: its model gives the layer graph the deployment formats translate. Checked on the
+// smallest model of each family (the others share their family's builder).
+TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoesAndEveryFamilyExports) {
   for (const std::string arch : {"mnist_cnn", "resnet18", "resnext50_32x4d", "wide_resnet50_2"}) {
     const ModelRow& row = model_row(arch);
     ModelConfig m = arch == "mnist_cnn" ? ModelConfig{} : resnet_config(arch, 1, 3);
@@ -327,6 +328,7 @@ TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoes) {
     if (row.any_input_size)
       EXPECT_EQ(model->forward(torch::zeros({1, 1, 48, 40})).sizes(), (std::vector<int64_t>{1, 3})) << arch;
     else EXPECT_ANY_THROW(model->forward(torch::zeros({1, 1, 48, 40}))) << arch;
+    EXPECT_TRUE(model->inference_graph().has_value()) << arch;
   }
 }
 
