@@ -43,28 +43,28 @@ void time_model_steps(Session& s, const BenchArgs& a, std::vector<double>& compu
   }
 }
 
-// Data and step as a run has them: the run's own loaders, epoch after epoch, each step split into waiting and
+// Data and step as a run has them: the run's own loader, epoch after epoch, each step split into waiting and
 // computing.
 void time_training_steps(Session& s, const BenchArgs& a, std::vector<double>& wait_ms,
                          std::vector<double>& compute_ms) {
   const Config& c = s.config;
   const int64_t total = a.warmup + a.steps;
+  const auto per_epoch =
+      std::max<int64_t>(1, static_cast<int64_t>(train_batches_per_epoch(s.train_data->size(), c.data, s.drop_last)));
+  auto loader = make_train_loader(s, 0, 0, total / per_epoch + 1);
   int64_t seen = 0;
-  for (int64_t epoch = 0; seen < total; ++epoch) {
-    auto loader = make_train_loader(s, epoch);
-    auto wait_start = Clock::now();
-    for_each_batch(*loader, [&](ImageBatch& b) {
-      const double waited = ms_since(wait_start);
-      const auto start = Clock::now();
-      train_micro_batch_synced(s, b, seen % c.train.accumulate_steps);
-      if (seen >= a.warmup) {
-        wait_ms.push_back(waited);
-        compute_ms.push_back(ms_since(start));
-      }
-      wait_start = Clock::now();
-      return ++seen < total;
-    });
-  }
+  auto wait_start = Clock::now();
+  for_each_batch(*loader, [&](ImageBatch& b) {
+    const double waited = ms_since(wait_start);
+    const auto start = Clock::now();
+    train_micro_batch_synced(s, b, seen % c.train.accumulate_steps);
+    if (seen >= a.warmup) {
+      wait_ms.push_back(waited);
+      compute_ms.push_back(ms_since(start));
+    }
+    wait_start = Clock::now();
+    return ++seen < total;
+  });
 }
 
 }  // namespace

@@ -72,27 +72,27 @@ int run_data_bench(const DataBenchArgs& a) {
     int64_t seen = 0, images = 0;
     double normalize_s = 0;
     Clock::time_point start = Clock::now();
-    // Epochs follow each other as in training, each a new loader over the same source.
-    for (int64_t epoch = 0; seen < total; ++epoch) {
-      TrainLoaderOptions o;
-      o.drop_last = c.data.drop_last == Switch::on;
-      o.seed = static_cast<uint64_t>(c.run.seed);
-      o.epoch = epoch;
-      o.bad = bad;
-      auto loader = make_train_loader(source, c.data, o);
-      for_each_batch(*loader, [&](ImageBatch& batch) {
-        // What a CPU training step does with the batch before the model: float, normalised, channels_last.
-        const auto before = Clock::now();
-        auto x = to_model_input(batch.images, norm, wants_channels_last(c.model, torch::kCPU));
-        if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
-        if (++seen == a.warmup) start = Clock::now();
-        if (seen > a.warmup) {
-          images += x.size(0);
-          normalize_s += seconds_since(before);
-        }
-        return seen < total;
-      });
-    }
+    // Epochs follow each other as in training: one loader runs through as many as the batches asked need.
+    TrainLoaderOptions o;
+    o.drop_last = c.data.drop_last == Switch::on;
+    o.seed = static_cast<uint64_t>(c.run.seed);
+    o.epochs = total / std::max<int64_t>(
+                           1, static_cast<int64_t>(train_batches_per_epoch(source->size(), c.data, o.drop_last))) +
+               1;
+    o.bad = bad;
+    auto loader = make_train_loader(source, c.data, o);
+    for_each_batch(*loader, [&](ImageBatch& batch) {
+      // What a CPU training step does with the batch before the model: float, normalised, channels_last.
+      const auto before = Clock::now();
+      auto x = to_model_input(batch.images, norm, wants_channels_last(c.model, torch::kCPU));
+      if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
+      if (++seen == a.warmup) start = Clock::now();
+      if (seen > a.warmup) {
+        images += x.size(0);
+        normalize_s += seconds_since(before);
+      }
+      return seen < total;
+    });
     images_per_s = static_cast<double>(images) / seconds_since(start);
     out["mode"] = "pipeline";
     out["images"] = images;

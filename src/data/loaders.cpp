@@ -4,16 +4,26 @@
 
 namespace trainer {
 
+namespace {
+
+// The plans of one sampler's epoch over one dataset.
+PlanSource epoch_plans(std::shared_ptr<const BatchDataset> dataset, std::shared_ptr<EpochSampler> sampler,
+                       size_t batch_size) {
+  sampler->reset();
+  return [dataset = std::move(dataset), sampler = std::move(sampler), batch_size]() -> std::optional<BatchPlan> {
+    auto indices = sampler->next(batch_size);
+    if (!indices) return std::nullopt;
+    return BatchPlan{dataset, std::move(*indices)};
+  };
+}
+
+}  // namespace
+
 std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, size_t batch_size, size_t workers,
                                     size_t prefetch) {
-  // enforce_ordering keeps batches in sampler order whichever worker finishes first. max_jobs bounds the
-  // batches in flight (queued, being prepared or ready); every worker needs one to stay busy. Without workers
-  // it must stay 0: LibTorch would queue that many batches for threads that do not exist, and lose them.
-  auto options = torch::data::DataLoaderOptions(batch_size)
-                     .workers(workers)
-                     .max_jobs(workers == 0 ? 0 : std::max(prefetch, workers))
-                     .enforce_ordering(true);
-  return std::make_unique<Loader>(std::move(dataset), std::move(sampler), std::move(options));
+  return std::make_unique<Loader>(epoch_plans(std::make_shared<const BatchDataset>(std::move(dataset)),
+                                              std::make_shared<EpochSampler>(std::move(sampler)), batch_size),
+                                  workers, prefetch);
 }
 
 namespace {
@@ -33,15 +43,30 @@ size_t train_batches_per_epoch(size_t images, const DataConfig& data, bool drop_
 
 std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> source, const DataConfig& data,
                                           const TrainLoaderOptions& o) {
-  const size_t images = source->size();
-  SamplerOptions order = train_sampler_options(images, data, o.drop_last, o.seed, o.epoch, o.start_batch);
-  order.rank = o.rank;
-  order.world = o.world;
   auto augment = std::make_shared<const SampleAugment>(data.augment);
-  return make_loader(
-      BatchDataset(std::move(source), o.pin_memory, {o.seed, o.epoch}, o.bad, BadSlot::replace, std::move(augment)),
-      EpochSampler(order), static_cast<size_t>(data.batch_size), static_cast<size_t>(data.workers),
-      static_cast<size_t>(data.prefetch));
+  const auto batch_size = static_cast<size_t>(data.batch_size);
+  // Epoch after epoch: each its own order and augmentation draws (a dataset per epoch), all in one pipeline.
+  struct Epochs {
+    int64_t epoch;
+    PlanSource plans;
+  };
+  auto state = std::make_shared<Epochs>(Epochs{o.epoch - 1, nullptr});
+  PlanSource plans = [=]() -> std::optional<BatchPlan> {
+    while (true) {
+      if (state->plans)
+        if (auto plan = state->plans()) return plan;
+      if (++state->epoch >= o.epoch + o.epochs) return std::nullopt;
+      const size_t start = state->epoch == o.epoch ? o.start_batch : 0;
+      SamplerOptions order = train_sampler_options(source->size(), data, o.drop_last, o.seed, state->epoch, start);
+      order.rank = o.rank;
+      order.world = o.world;
+      auto dataset = std::make_shared<const BatchDataset>(source, o.pin_memory, ReadContext{o.seed, state->epoch},
+                                                          o.bad, BadSlot::replace, augment);
+      state->plans = epoch_plans(std::move(dataset), std::make_shared<EpochSampler>(order), batch_size);
+    }
+  };
+  return std::make_unique<Loader>(std::move(plans), static_cast<size_t>(data.workers),
+                                  static_cast<size_t>(data.prefetch));
 }
 
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size, size_t workers,

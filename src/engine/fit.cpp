@@ -23,13 +23,14 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   EpochRun run;
   run.start_batch = epoch == s.state.epoch ? s.state.batch_in_epoch : 0;
   s.state.batch_in_epoch = run.start_batch;
-  auto loader = make_train_loader(s, epoch, static_cast<size_t>(run.start_batch));
   TrainMeter meter(s.device, s.state.step + 1, s.group.get());
   r.lr = r.lr_now();
   int64_t micro = 0;
   compat::GeneratorStates step_start;  // the generators before the step's first micro-batch
   auto ready = Clock::now();
-  for_each_device_batch(*loader, s.device, [&](ImageBatch& batch) {
+  // The run's loader is already making this epoch's batches (and, as it drains, the next epoch's).
+  const auto batches = static_cast<size_t>(r.plan.batches_per_epoch - run.start_batch);
+  for_each_device_batch(*r.loader, s.device, batches, [&](ImageBatch& batch) {
     const double waited = seconds_since(ready);
     const auto compute_start = Clock::now();
     if (micro == 0) {

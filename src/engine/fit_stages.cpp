@@ -82,6 +82,8 @@ FitRun::FitRun(Session& session, FitLimits fit_limits)
     : s(session),
       limits(fit_limits),
       plan(plan_fit(session, fit_limits)),
+      loader(make_train_loader(session, session.state.epoch, static_cast<size_t>(session.state.batch_in_epoch),
+                               plan.last_epoch - session.state.epoch)),
       checkpoints(session),
       progress(session.logs.interactive),
       log(*session.logs.main),

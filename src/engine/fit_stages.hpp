@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "trainer/data/loaders.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/engine/progress.hpp"
 #include "trainer/engine/run_checkpoints.hpp"
@@ -33,6 +34,8 @@ struct FitRun {
   Session& s;
   const FitLimits limits;
   const FitPlan plan;
+  // The training batches from the session's position to the last epoch, one stream across epoch edges.
+  std::unique_ptr<Loader> loader;
   RunCheckpoints checkpoints;
   ProgressLine progress;
   StopSignals stop;

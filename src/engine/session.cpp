@@ -87,11 +87,12 @@ void start_rank_generators(const Session& s, const LoadedCheckpoint* resume) {
 
 }  // namespace
 
-std::unique_ptr<Loader> make_train_loader(const Session& s, int64_t epoch, size_t start_batch) {
+std::unique_ptr<Loader> make_train_loader(const Session& s, int64_t epoch, size_t start_batch, int64_t epochs) {
   TrainLoaderOptions o;
   o.drop_last = s.drop_last;
   o.seed = static_cast<uint64_t>(s.config.run.seed);
   o.epoch = epoch;
+  o.epochs = epochs;
   o.start_batch = start_batch;
   o.pin_memory = s.device.is_cuda();
   o.bad = s.train_bad;

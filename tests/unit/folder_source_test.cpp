@@ -32,7 +32,10 @@ torch::Tensor epoch_images(std::shared_ptr<const ImageSource> source, int64_t ep
   auto loader = make_loader(BatchDataset(source, false, {5, epoch}, nullptr),
                             EpochSampler({source->size(), 4, 5, epoch, true, false, 0}), 4, workers, 3);
   std::vector<torch::Tensor> batches;
-  for (ImageBatch& b : *loader) batches.push_back(b.images);
+  for_each_batch(*loader, [&](ImageBatch& b) {
+    batches.push_back(b.images);
+    return true;
+  });
   return torch::cat(batches);
 }
 

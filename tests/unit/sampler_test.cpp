@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
+#include "support/fixtures.hpp"
 #include "trainer/data/batch_dataset.hpp"
 #include "trainer/data/epoch_sampler.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/synthetic.hpp"
+#include "trainer/util/error.hpp"
 
 namespace trainer {
 namespace {
@@ -91,10 +94,11 @@ TEST(Loader, SameBatchesWhateverTheWorkerCount) {
   auto collect = [&](size_t workers) {
     std::vector<torch::Tensor> images, labels;
     auto loader = make_loader(BatchDataset(source, false), EpochSampler({37, 8, 3, 1, true, false, 0}), 8, workers);
-    for (ImageBatch& b : *loader) {
+    for_each_batch(*loader, [&](ImageBatch& b) {
       images.push_back(b.images);
       labels.push_back(b.labels);
-    }
+      return true;
+    });
     return std::make_pair(torch::cat(images), torch::cat(labels));
   };
   const auto serial = collect(0);
@@ -102,6 +106,80 @@ TEST(Loader, SameBatchesWhateverTheWorkerCount) {
   EXPECT_EQ(serial.first.size(0), 37);
   EXPECT_TRUE(torch::equal(serial.first, threaded.first));
   EXPECT_TRUE(torch::equal(serial.second, threaded.second));
+}
+
+// One loader through several epochs gives, batch for batch, what one loader per epoch gives (the next epoch's
+// batches are made while this one drains, from their own order and augmentation draws), with any worker count,
+// and from a resumed position; a loader stopped early keeps the batches it has not handed out.
+TEST(Loader, OneLoaderAcrossEpochsGivesEachEpochsBatches) {
+  auto source = std::make_shared<SyntheticSource>(29, ImageShape{6, 5, 3}, 4, 3);
+  DataConfig d;
+  d.batch_size = 6;
+  d.augment.hflip = 0.5;
+  d.augment.color_jitter.brightness = 0.4;  // a per-sample draw that depends on the epoch
+  auto concat = [](Loader& loader, size_t count = std::numeric_limits<size_t>::max()) {
+    std::vector<torch::Tensor> images, labels;
+    for_each_batch(loader, count, [&](ImageBatch& b) {
+      images.push_back(b.images);
+      labels.push_back(b.labels);
+      return true;
+    });
+    return std::make_pair(torch::cat(images), torch::cat(labels));
+  };
+  TrainLoaderOptions o;
+  o.seed = 17;
+  std::vector<torch::Tensor> per_epoch_images, per_epoch_labels;
+  for (int64_t epoch = 1; epoch <= 3; ++epoch) {
+    d.workers = 0;
+    o.epoch = epoch;
+    o.start_batch = epoch == 1 ? 2 : 0;
+    const auto [images, labels] = concat(*make_train_loader(source, d, o));
+    per_epoch_images.push_back(images);
+    per_epoch_labels.push_back(labels);
+  }
+  const auto expected_images = torch::cat(per_epoch_images), expected_labels = torch::cat(per_epoch_labels);
+  EXPECT_EQ(expected_images.size(0), 29 - 12 + 29 + 29);
+  for (int64_t workers : {0, 1, 3}) {
+    d.workers = workers;
+    d.prefetch = 2;
+    o.epoch = 1;
+    o.start_batch = 2;
+    o.epochs = 3;
+    auto loader = make_train_loader(source, d, o);
+    // Epoch by epoch, as fit takes them: 3 batches are left of epoch 1, then 5 per epoch.
+    const auto first = concat(*loader, 3);
+    const auto rest = concat(*loader);
+    EXPECT_TRUE(torch::equal(torch::cat({first.first, rest.first}), expected_images)) << workers << " workers";
+    EXPECT_TRUE(torch::equal(torch::cat({first.second, rest.second}), expected_labels)) << workers << " workers";
+  }
+}
+
+// An unreadable sample without a bad-sample record stops the run with its own error, in the batch it belongs to;
+// a loader dropped with batches still in the making stops its workers.
+TEST(Loader, ASampleErrorReachesTheCallerAndAnAbandonedLoaderStops) {
+  struct Failing final : ImageSource {
+    size_t size() const override { return 20; }
+    int64_t label(size_t) const override { return 0; }
+    ImageShape shape() const override { return {4, 4, 1}; }
+    const std::vector<std::string>& class_names() const override { return names; }
+    std::string describe() const override { return "failing"; }
+    void read_into(size_t i, const ReadContext&, cv::Mat& out) const override {
+      if (i == 13) throw DataError("image 13 is broken");
+      out.setTo(cv::Scalar::all(static_cast<double>(i)));
+    }
+    std::vector<std::string> names{"a", "b"};
+  };
+  auto source = std::make_shared<Failing>();
+  for (size_t workers : {0, 2}) {
+    auto loader = make_loader(BatchDataset(source, false), EpochSampler({20, 4, 0, 0, false, false, 0}), 4, workers);
+    size_t batches = 0;
+    EXPECT_EQ(
+        testing::error_of<DataError>([&] { for_each_batch(*loader, [&](ImageBatch&) { return ++batches > 0; }); }),
+        "data: image 13 is broken");
+    EXPECT_EQ(batches, 3u) << workers << " workers: the batches before the one holding image 13";
+    auto abandoned = make_loader(BatchDataset(source, false), EpochSampler({20, 4, 0, 0, false, false, 0}), 4, workers);
+    EXPECT_TRUE(abandoned->next().has_value());
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Batches for LibTorch's DataLoader: each worker writes its samples straight into one uint8 NHWC tensor
+// Batches for the loaders (loaders.hpp): samples are written straight into one uint8 NHWC tensor
 // (pinned when the model is on CUDA); normalisation happens later, on the device (see to_model_input).
 // A sample that cannot be read is recorded in `bad`; for training its slot is filled with another sample,
 // chosen by (seed, epoch, index), so batches stay full and deterministic; for evaluation (BadSlot::drop) the
@@ -37,6 +37,11 @@ class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, Im
                std::shared_ptr<BadSamples> bad = nullptr, BadSlot bad_slot = BadSlot::replace,
                std::shared_ptr<const SampleAugment> augment = nullptr);
   ImageBatch get_batch(std::vector<size_t> indices) override;
+  // The two halves of get_batch, for a pipeline that fills one batch from several threads: the empty batch of
+  // `n` samples, and sample `index` (an entry of the sampler's order) read into its slot `b`. fill() is
+  // thread-safe for distinct slots of a batch.
+  ImageBatch allocate(size_t n) const;
+  void fill(ImageBatch& batch, size_t b, size_t index) const;
   torch::optional<size_t> size() const override { return source_->size(); }
 
  private:

@@ -5,6 +5,7 @@
 //   for_each_device_batch(*loader, device, [&](ImageBatch& b) { /* b on the device */ return true; });
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -31,15 +32,16 @@ class DeviceStager {
   std::unique_ptr<Side> side_;
 };
 
-// for_each_batch with each batch already on `device`. On CUDA batch N+1's copy runs while f(batch N) runs, so the
-// loader is one batch ahead of f; f returning false stops as before (the batch read ahead is dropped).
+// for_each_batch with each batch already on `device`, for at most `count` batches. On CUDA batch N+1's copy runs
+// while f(batch N) runs, so the loader is one batch ahead of f, never past `count`; f returning false stops as
+// before (the batch read ahead is dropped).
 template <class F>
-void for_each_device_batch(Loader& loader, const torch::Device& device, F&& f) {
-  if (!device.is_cuda()) return for_each_batch(loader, f);
+void for_each_device_batch(Loader& loader, const torch::Device& device, size_t count, F&& f) {
+  if (!device.is_cuda()) return for_each_batch(loader, count, f);
   DeviceStager stager(device);
   std::optional<ImageBatch> current;
   bool go_on = true;
-  for_each_batch(loader, [&](ImageBatch& host) {
+  for_each_batch(loader, count, [&](ImageBatch& host) {
     ImageBatch next = stager.stage(host);
     if (current) go_on = f(*current);
     current = std::move(next);
@@ -47,6 +49,10 @@ void for_each_device_batch(Loader& loader, const torch::Device& device, F&& f) {
     return go_on;
   });
   if (current && go_on) f(*current);
+}
+template <class F>
+void for_each_device_batch(Loader& loader, const torch::Device& device, F&& f) {
+  for_each_device_batch(loader, device, std::numeric_limits<size_t>::max(), f);
 }
 
 }  // namespace trainer

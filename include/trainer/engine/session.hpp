@@ -72,9 +72,10 @@ Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs,
 // does, so evaluation shards see one model. A no-op in a single process.
 void sync_buffers(Session& session);
 
-// The session's training loader for `epoch`, from batch `start_batch` on: its data, seed, drop_last rule, bad-image
-// record, pinned memory on CUDA and this rank's share.
-std::unique_ptr<Loader> make_train_loader(const Session& session, int64_t epoch, size_t start_batch = 0);
+// The session's training loader for `epochs` epochs from `epoch`, the first from batch `start_batch` on: its data,
+// seed, drop_last rule, bad-image record, pinned memory on CUDA and this rank's share.
+std::unique_ptr<Loader> make_train_loader(const Session& session, int64_t epoch, size_t start_batch = 0,
+                                          int64_t epochs = 1);
 
 // Applies run.threads (0: all cores) to LibTorch's intra-op pool.
 void apply_threads(const RunConfig& run);
