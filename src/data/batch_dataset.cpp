@@ -87,7 +87,7 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
   }
 }
 
-ImageBatch BatchDataset::get_batch(std::vector<size_t> indices) {
+ImageBatch BatchDataset::get_batch(const std::vector<size_t>& indices) const {
   ImageBatch batch = allocate(indices.size());
   for (size_t b = 0; b < indices.size(); ++b) fill(batch, b, indices[b]);
   return batch;

@@ -29,17 +29,22 @@ EvalOptions eval_options(const Config& c, const torch::Device& device, bool chan
   return o;
 }
 
-EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
-  const auto start = Clock::now();
+std::unique_ptr<Loader> make_evaluation_loader(std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
   if (options.group) {
     const World& w = options.group->world();
     data = make_shard(std::move(data), static_cast<size_t>(w.rank), static_cast<size_t>(w.size));
   }
+  return make_eval_loader(std::move(data), options.batch_size, options.workers, options.prefetch,
+                          options.device.is_cuda(), options.bad);
+}
+
+EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
+  const auto start = Clock::now();
   torch::NoGradGuard no_grad;
   model.eval();
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
-  auto loader = make_eval_loader(data, options.batch_size, options.workers, options.prefetch, options.device.is_cuda(),
-                                 options.bad);
+  std::shared_ptr<Loader> loader = options.loader;
+  if (!loader) loader = make_evaluation_loader(data, options);
   // Counts accumulate on the device: one synchronisation at the end, not one per batch.
   auto options_i64 = torch::TensorOptions().dtype(torch::kInt64).device(options.device);
   torch::Tensor correct1 = torch::zeros({}, options_i64), correct5 = torch::zeros({}, options_i64);

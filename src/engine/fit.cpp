@@ -37,7 +37,10 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
       set_learning_rate(*s.optimizer, r.lr = r.lr_now());
       if (r.checkpoints.enabled()) step_start = compat::GeneratorStates::capture();
     }
-    const bool last = micro + 1 == c.train.accumulate_steps || s.state.batch_in_epoch + 1 == r.plan.batches_per_epoch;
+    const bool last_of_epoch = s.state.batch_in_epoch + 1 == r.plan.batches_per_epoch;
+    // ---- the epoch's last batch: an evaluation after it starts reading its images now ----
+    if (last_of_epoch) start_evaluation_loader(r, epoch);
+    const bool last = micro + 1 == c.train.accumulate_steps || last_of_epoch;
     try {
       meter.add_micro_batch(train_micro_batch(s, batch, micro, last), waited, seconds_since(compute_start));
     } catch (const c10::Error& e) {

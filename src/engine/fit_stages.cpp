@@ -52,11 +52,18 @@ double metric_value(BestMetric metric, const EvalResult& raw, const std::optiona
   return raw.top1();
 }
 
-// Evaluates `model` on the eval split: a log line and an "eval" or "eval_ema" row.
-EvalResult evaluate_weights(FitRun& r, Classifier& model, bool ema) {
-  Session& s = r.s;
+EvalOptions run_eval_options(const Session& s) {
   EvalOptions options = eval_options(s.config, s.device, s.layout.channels_last, s.eval_bad);
   options.group = s.group.get();
+  return options;
+}
+
+// Evaluates `model` on the eval split: a log line and an "eval" or "eval_ema" row. The weights' evaluation takes
+// the loader start_evaluation_loader() began while the epoch finished.
+EvalResult evaluate_weights(FitRun& r, Classifier& model, bool ema) {
+  Session& s = r.s;
+  EvalOptions options = run_eval_options(s);
+  if (!ema) options.loader = std::move(r.eval_loader);
   const EvalResult e = evaluate(model, s.eval_data, options);
   if (e.dropped)
     r.log.warn("eval epoch {}: {} unreadable image(s) left out; the figures cover the other {}", s.state.epoch,
@@ -239,10 +246,20 @@ void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run) {
   s.state.batch_in_epoch = 0;
 }
 
+bool evaluation_due(const FitRun& r, int64_t epochs_done) {
+  const TrainConfig& t = r.s.config.train;
+  return epochs_done % t.eval_every == 0 || epochs_done == t.epochs;
+}
+
+void start_evaluation_loader(FitRun& r, int64_t epoch) {
+  if (!r.eval_loader && evaluation_due(r, epoch + 1))
+    r.eval_loader = make_evaluation_loader(r.s.eval_data, run_eval_options(r.s));
+}
+
 bool evaluate_and_track_best(FitRun& r, FitResult& result) {
   Session& s = r.s;
   const TrainConfig& t = s.config.train;
-  if (s.state.epoch % t.eval_every != 0 && s.state.epoch != t.epochs) return false;
+  if (!evaluation_due(r, s.state.epoch)) return false;
   sync_buffers(s);  // data-parallel: every shard is evaluated with rank 0's BatchNorm statistics
   result.last_eval = evaluate_weights(r, *s.model, /*ema=*/false);
   if (s.ema) result.last_ema_eval = evaluate_weights(r, s.ema->model(), /*ema=*/true);

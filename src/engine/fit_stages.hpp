@@ -36,6 +36,8 @@ struct FitRun {
   const FitPlan plan;
   // The training batches from the session's position to the last epoch, one stream across epoch edges.
   std::unique_ptr<Loader> loader;
+  // The evaluation's loader, made while the last batch of an epoch that ends in an evaluation trains.
+  std::shared_ptr<Loader> eval_loader;
   RunCheckpoints checkpoints;
   ProgressLine progress;
   StopSignals stop;
@@ -69,7 +71,11 @@ std::optional<StopReason> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_do
 void show_progress(FitRun& r, const TrainMeter& meter, int64_t epoch);
 // The epoch's log line and "epoch" row, unreadable images, and the state moved on to the next epoch.
 void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run);
-// Evaluates when due (train.eval_every, the last epoch); true when train.best_metric improved on the best so far.
+// Whether an evaluation follows the epoch that makes `epochs_done` (train.eval_every, the last epoch).
+bool evaluation_due(const FitRun& r, int64_t epochs_done);
+// When `epoch` ends in an evaluation: its loader starts reading the eval images now, beside the last steps.
+void start_evaluation_loader(FitRun& r, int64_t epoch);
+// Evaluates when due; true when train.best_metric improved on the best so far.
 bool evaluate_and_track_best(FitRun& r, FitResult& result);
 void draw_curves(FitRun& r);
 // last.pt when due (train.checkpoint_every, the last epoch, a new best), with best.pt and epoch-E.pt as links.

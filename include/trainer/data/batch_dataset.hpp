@@ -31,18 +31,18 @@ struct ImageBatch {
 constexpr int64_t kDroppedLabel = -1;
 enum class BadSlot { replace, drop };
 
-class BatchDataset : public torch::data::datasets::BatchDataset<BatchDataset, ImageBatch, std::vector<size_t>> {
+class BatchDataset {
  public:
   BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context = {},
                std::shared_ptr<BadSamples> bad = nullptr, BadSlot bad_slot = BadSlot::replace,
                std::shared_ptr<const SampleAugment> augment = nullptr);
-  ImageBatch get_batch(std::vector<size_t> indices) override;
+  ImageBatch get_batch(const std::vector<size_t>& indices) const;
   // The two halves of get_batch, for a pipeline that fills one batch from several threads: the empty batch of
   // `n` samples, and sample `index` (an entry of the sampler's order) read into its slot `b`. fill() is
   // thread-safe for distinct slots of a batch.
   ImageBatch allocate(size_t n) const;
   void fill(ImageBatch& batch, size_t b, size_t index) const;
-  torch::optional<size_t> size() const override { return source_->size(); }
+  size_t size() const { return source_->size(); }
 
  private:
   std::shared_ptr<const ImageSource> source_;

@@ -1,6 +1,6 @@
 // The order of one epoch as a pure function of (seed, epoch): the same batches whatever the worker count or the
-// number of data-parallel processes, and a resumed run can start at any batch offset. Plugs into LibTorch's DataLoader
-// as its sampler.
+// number of data-parallel processes, and a resumed run can start at any batch offset. The loaders (loaders.hpp)
+// take their batch plans from it.
 //   SamplerOptions o;  o.size = n;  o.batch_size = 64;  o.seed = 1;  o.epoch = 3;  o.start_batch = 10;
 //   EpochSampler s(o);
 #pragma once
@@ -44,7 +44,7 @@ class EpochSampler final : public torch::data::samplers::Sampler<std::vector<siz
 
   size_t batches_per_epoch() const;
 
-  // The DataLoader calls reset() when iteration begins: go back to start_batch.
+  // A loader calls reset() before it takes batches: back to start_batch.
   void reset(torch::optional<size_t> new_size = torch::nullopt) override;
   torch::optional<std::vector<size_t>> next(size_t batch_size) override;
   void save(torch::serialize::OutputArchive& archive) const override;

@@ -12,6 +12,7 @@
 #include "trainer/config/config.hpp"
 #include "trainer/data/batch_dataset.hpp"
 #include "trainer/data/image_source.hpp"
+#include "trainer/data/loaders.hpp"
 #include "trainer/data/model_input.hpp"
 #include "trainer/distributed/collectives.hpp"
 #include "trainer/models/classifier.hpp"
@@ -29,6 +30,9 @@ struct EvalOptions {
   std::shared_ptr<BadSamples> bad;  // null: an unreadable image is an error
   bool confusion = false;           // fill EvalResult::confusion
   Collectives* group = nullptr;     // data-parallel: each rank evaluates its shard; the figures are the sums
+  // A loader made in advance by make_evaluation_loader(), already reading while training finished its epoch;
+  // null: evaluate() makes its own.
+  std::shared_ptr<Loader> loader;
   // Called after each batch with the index of its first sample (samples are in order), the top-k classes
   // and softmax probabilities (int64 and float [B, k], on the CPU) and the labels (kDroppedLabel: unreadable).
   std::function<void(size_t first, const torch::Tensor& classes, const torch::Tensor& probs,
@@ -55,6 +59,10 @@ struct EvalResult {
 // memory format resolve_layout() chose.
 EvalOptions eval_options(const Config& config, const torch::Device& device, bool channels_last,
                          std::shared_ptr<BadSamples> bad);
+
+// The loader evaluate() reads `data` through with these options (this rank's shard in data-parallel runs): make
+// it ahead of time to have the first batches ready when evaluation starts.
+std::unique_ptr<Loader> make_evaluation_loader(std::shared_ptr<const ImageSource> data, const EvalOptions& options);
 
 // Puts the model in eval mode; the caller switches it back to train mode.
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options);
