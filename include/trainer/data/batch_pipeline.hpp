@@ -1,5 +1,5 @@
-// The engine under the loaders (loaders.hpp): worker threads that live as long as the pipeline take single samples,
-// not whole batches, from the batches in flight, oldest first, and write them into their batch's slots; batches
+// The engine under the loaders (loaders.hpp): worker threads that live as long as the pipeline take a few samples
+// at a time, not whole batches, from the batches in flight, oldest first, and write them into their slots; batches
 // leave in plan order. A batch of B images over W workers is ready after about B / W images per worker, and the
 // plans may run across epoch edges (the plan source decides where they end), so while one epoch drains the
 // workers already prepare the next one's first batches instead of idling.
@@ -53,6 +53,7 @@ class BatchPipeline {
 
   PlanSource plans_;
   size_t in_flight_;
+  size_t worker_count_;  // fixed before any worker starts (workers_ grows while the first ones already run)
   std::mutex mutex_;
   std::condition_variable work_ready_, batch_ready_;
   std::deque<std::shared_ptr<Batch>> queue_;
