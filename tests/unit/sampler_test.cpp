@@ -154,6 +154,29 @@ TEST(Loader, OneLoaderAcrossEpochsGivesEachEpochsBatches) {
   }
 }
 
+// Loaders made and dropped in quick succession, some before their first batch, some after: every one that is read
+// gives the serial batches (workers start while others are still being started; a dropped loader stops its
+// workers mid-batch).
+TEST(Loader, ManyShortLivedLoadersAgreeWithTheSerialOne) {
+  auto source = std::make_shared<SyntheticSource>(50, ImageShape{5, 4, 1}, 3, 2);
+  auto all = [&](size_t workers, size_t take) {
+    auto loader = make_loader(BatchDataset(source, false), EpochSampler({50, 7, 1, 0, true, false, 0}), 7, workers, 2);
+    std::vector<torch::Tensor> images;
+    for_each_batch(*loader, take, [&](ImageBatch& b) {
+      images.push_back(b.images);
+      return true;
+    });
+    return images.empty() ? torch::Tensor() : torch::cat(images);
+  };
+  const torch::Tensor serial = all(0, 8);
+  for (int round = 0; round < 100; ++round) {
+    const size_t workers = 1 + static_cast<size_t>(round % 4);
+    all(workers, 0);  // dropped before its first batch
+    all(workers, 1);  // dropped with batches in the making
+    ASSERT_TRUE(torch::equal(all(workers, 8), serial)) << "round " << round << ", " << workers << " workers";
+  }
+}
+
 // An unreadable sample without a bad-sample record stops the run with its own error, in the batch it belongs to;
 // a loader dropped with batches still in the making stops its workers.
 TEST(Loader, ASampleErrorReachesTheCallerAndAnAbandonedLoaderStops) {
