@@ -42,7 +42,10 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
     if (last_of_epoch) start_evaluation_loader(r, epoch);
     const bool last = micro + 1 == c.train.accumulate_steps || last_of_epoch;
     try {
-      meter.add_micro_batch(train_micro_batch(s, batch, micro, last), waited, seconds_since(compute_start));
+      // Timed in its own statement: arguments of one call are evaluated in no fixed order, so
+      // seconds_since() beside train_micro_batch() could run before the step does.
+      const TrainedMicroBatch trained = train_micro_batch(s, batch, micro, last);
+      meter.add_micro_batch(trained, waited, seconds_since(compute_start));
     } catch (const c10::Error& e) {
       throw failed_step(r, epoch, micro, step_start, e);
     }
@@ -52,7 +55,8 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
       micro = 0;
       // ---- the optimizer step; its loss and gradient norm stay on the device until the interval closes ----
       const auto update_start = Clock::now();
-      meter.end_step(take_optimizer_step(s), seconds_since(update_start));
+      const UpdateResult update = take_optimizer_step(s);
+      meter.end_step(update, seconds_since(update_start));
       // ---- every log_every steps: check, log and record the interval ----
       if (s.state.step % c.train.log_every == 0 && !meter.interval_empty()) close_log_interval(r, meter, epoch);
       // ---- step checkpoints, early stops and signals (mid-epoch; the epoch end saves on its own) ----
