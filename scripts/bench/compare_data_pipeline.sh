@@ -22,15 +22,8 @@ work=build/bench-data
 root=$work/imagenet-photos
 mkdir -p "$work"
 
-photos=/usr/lib/python3/dist-packages/skimage/data
-if [[ ! -f $photos/astronaut.png ]]; then
-  photos=$work/skimage/usr/lib/python3/dist-packages/skimage/data
-  if [[ ! -f $photos/astronaut.png ]]; then
-    (cd "$work" && apt-get download python3-skimage >/dev/null 2>&1) ||
-      { echo "cannot download python3-skimage (its sample photographs are the benchmark's images)" >&2; exit 1; }
-    dpkg-deb -x "$work"/python3-skimage_*.deb "$work/skimage"
-  fi
-fi
+source scripts/bench/photos.sh
+photos=$(sample_photos "$work")
 [[ -d $root/train ]] || /usr/bin/python3 scripts/bench/make_photo_folder.py "$photos" "$root" --per-class "$per_class"
 
 field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }

@@ -13,15 +13,8 @@ builds=(build/release/trainer ${OTHER:-})
 [[ -x ${builds[0]} ]] || { echo "build first: scripts/build.sh release --target trainer" >&2; exit 1; }
 work=build/bench-data
 mkdir -p "$work"
-photos=/usr/lib/python3/dist-packages/skimage/data
-if [[ ! -f $photos/astronaut.png ]]; then
-  photos=$work/skimage/usr/lib/python3/dist-packages/skimage/data
-  if [[ ! -f $photos/astronaut.png ]]; then
-    (cd "$work" && apt-get download python3-skimage >/dev/null 2>&1) ||
-      { echo "cannot download python3-skimage (its sample photographs are the benchmark's images)" >&2; exit 1; }
-    dpkg-deb -x "$work"/python3-skimage_*.deb "$work/skimage"
-  fi
-fi
+source scripts/bench/photos.sh
+photos=$(sample_photos "$work")
 for n in 300 4000; do
   [[ -d $work/photos$n/train ]] ||
     /usr/bin/python3 scripts/bench/make_photo_folder.py "$photos" "$work/photos$n" --per-class $((n / 10))

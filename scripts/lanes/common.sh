@@ -14,7 +14,7 @@ lane_root() {
   local name=$1 suite=$2 components=$3
   local root=$lane_cache/$name
   if [[ ! -f $root/.lane-ready ]]; then
-    command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap
+    command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2
     lane_log "creating the $suite root at $root"
     rm -rf "$root" && mkdir -p "$root"
     debootstrap --variant=minbase --components="${components// /,}" "$suite" "$root" "$lane_mirror" >"$root.log" 2>&1 \

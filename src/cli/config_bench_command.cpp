@@ -49,9 +49,7 @@ void time_training_steps(Session& s, const BenchArgs& a, std::vector<double>& wa
                          std::vector<double>& compute_ms) {
   const Config& c = s.config;
   const int64_t total = a.warmup + a.steps;
-  const auto per_epoch =
-      std::max<int64_t>(1, static_cast<int64_t>(train_batches_per_epoch(s.train_data->size(), c.data, s.drop_last)));
-  auto loader = make_train_loader(s, 0, 0, total / per_epoch + 1);
+  auto loader = make_train_loader(s, 0, 0, kEndless);
   int64_t seen = 0;
   auto wait_start = Clock::now();
   for_each_batch(*loader, [&](ImageBatch& b) {

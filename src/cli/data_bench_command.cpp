@@ -72,19 +72,18 @@ int run_data_bench(const DataBenchArgs& a) {
     int64_t seen = 0, images = 0;
     double normalize_s = 0;
     Clock::time_point start = Clock::now();
-    // Epochs follow each other as in training: one loader runs through as many as the batches asked need.
+    // Epochs follow each other as in training: one loader, taken from until the batches asked are done.
     TrainLoaderOptions o;
     o.drop_last = c.data.drop_last == Switch::on;
     o.seed = static_cast<uint64_t>(c.run.seed);
-    o.epochs = total / std::max<int64_t>(
-                           1, static_cast<int64_t>(train_batches_per_epoch(source->size(), c.data, o.drop_last))) +
-               1;
+    o.epochs = kEndless;
     o.bad = bad;
     auto loader = make_train_loader(source, c.data, o);
+    const bool channels_last = wants_channels_last(c.model, torch::kCPU);
     for_each_batch(*loader, [&](ImageBatch& batch) {
       // What a CPU training step does with the batch before the model: float, normalised, channels_last.
       const auto before = Clock::now();
-      auto x = to_model_input(batch.images, norm, wants_channels_last(c.model, torch::kCPU));
+      auto x = to_model_input(batch.images, norm, channels_last);
       if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
       if (++seen == a.warmup) start = Clock::now();
       if (seen > a.warmup) {

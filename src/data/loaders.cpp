@@ -55,7 +55,7 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
     while (true) {
       if (state->plans)
         if (auto plan = state->plans()) return plan;
-      if (++state->epoch >= o.epoch + o.epochs) return std::nullopt;
+      if (++state->epoch >= o.epoch + o.epochs && o.epochs != kEndless) return std::nullopt;
       const size_t start = state->epoch == o.epoch ? o.start_batch : 0;
       SamplerOptions order = train_sampler_options(source->size(), data, o.drop_last, o.seed, state->epoch, start);
       order.rank = o.rank;
@@ -63,6 +63,10 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
       auto dataset = std::make_shared<const BatchDataset>(source, o.pin_memory, ReadContext{o.seed, state->epoch},
                                                           o.bad, BadSlot::replace, augment);
       state->plans = epoch_plans(std::move(dataset), std::make_shared<EpochSampler>(order), batch_size);
+      // An epoch without a batch (fewer images than a batch, with drop_last) means none in any: stop here, also
+      // for an endless loader.
+      if (auto plan = state->plans()) return plan;
+      if (start == 0) return std::nullopt;
     }
   };
   return std::make_unique<Loader>(std::move(plans), static_cast<size_t>(data.workers),
