@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "trainer/cli/commands.hpp"
+#include "trainer/data/image_decode.hpp"
 #include "trainer/util/allocator.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -70,6 +71,7 @@ int run_reporting_errors(const std::function<int()>& run) {
 
 int main(int argc, char** argv) {
   trainer::keep_freed_memory_for_reuse();
+  trainer::run_image_ops_on_calling_thread();
   CLI::App app{kUsage, "trainer"};
   app.require_subcommand(0, 1);
   bool version = false;

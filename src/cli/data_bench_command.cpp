@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <thread>
 
 #include "trainer/cli/bench_support.hpp"
@@ -51,7 +52,8 @@ int run_data_bench(const DataBenchArgs& a) {
   if (a.batches < 1 || a.warmup < 0) throw UsageError("bench data: --batches must be >= 1 and --warmup >= 0");
   Config c = load_config(a.config, a.overrides);
   apply_threads(c.run);
-  const size_t workers = static_cast<size_t>(c.data.workers), batch_size = static_cast<size_t>(c.data.batch_size);
+  const size_t workers = static_cast<size_t>(c.data.workers);
+  const size_t batch_size = static_cast<size_t>(a.eval ? c.data.eval_batch_size : c.data.batch_size);
   nlohmann::json out = {{"impl", "trainer"}, {"workers", workers}, {"batch", batch_size}};
   double images_per_s = 0;
   if (a.decode_only) {
@@ -65,35 +67,50 @@ int run_data_bench(const DataBenchArgs& a) {
     out["mode"] = "decode_only";
     out["images"] = decoded;
   } else {
-    const auto source = make_source(c, Split::train);
-    auto bad = std::make_shared<BadSamples>("train", source->size(), c.data.max_bad_fraction, nullptr);
+    const auto source = make_source(c, a.eval ? Split::eval : Split::train);
+    auto bad = std::make_shared<BadSamples>(a.eval ? "eval" : "train", source->size(), c.data.max_bad_fraction, nullptr);
     const auto norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, torch::kCPU);
     const int64_t total = a.warmup + a.batches;
     int64_t seen = 0, images = 0;
     double normalize_s = 0;
     Clock::time_point start = Clock::now();
-    // Epochs follow each other as in training: one loader, taken from until the batches asked are done.
-    TrainLoaderOptions o;
-    o.drop_last = c.data.drop_last == Switch::on;
-    o.seed = static_cast<uint64_t>(c.run.seed);
-    o.epochs = kEndless;
-    o.bad = bad;
-    auto loader = make_train_loader(source, c.data, o);
+    // Training: one loader whose epochs follow each other, taken from until the batches asked are done.
+    // Evaluation: a new loader for every pass over the split, as each evaluation makes one, so the rate holds
+    // what starting and draining it costs.
+    std::function<std::unique_ptr<Loader>()> next_loader;
+    if (a.eval) {
+      next_loader = [&] {
+        return make_eval_loader(source, batch_size, workers,
+                                static_cast<size_t>(c.data.prefetch), /*pin_memory=*/false, bad);
+      };
+    } else {
+      next_loader = [&] {
+        TrainLoaderOptions o;
+        o.drop_last = c.data.drop_last == Switch::on;
+        o.seed = static_cast<uint64_t>(c.run.seed);
+        o.epochs = kEndless;
+        o.bad = bad;
+        return make_train_loader(source, c.data, o);
+      };
+    }
     const bool channels_last = wants_channels_last(c.model, torch::kCPU);
-    for_each_batch(*loader, [&](ImageBatch& batch) {
-      // What a CPU training step does with the batch before the model: float, normalised, channels_last.
-      const auto before = Clock::now();
-      auto x = to_model_input(batch.images, norm, channels_last);
-      if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
-      if (++seen == a.warmup) start = Clock::now();
-      if (seen > a.warmup) {
-        images += x.size(0);
-        normalize_s += seconds_since(before);
-      }
-      return seen < total;
-    });
+    while (seen < total) {
+      auto loader = next_loader();
+      for_each_batch(*loader, [&](ImageBatch& batch) {
+        // What a CPU step does with the batch before the model: float, normalised, channels_last.
+        const auto before = Clock::now();
+        auto x = to_model_input(batch.images, norm, channels_last);
+        if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
+        if (++seen == a.warmup) start = Clock::now();
+        if (seen > a.warmup) {
+          images += batch.labels.ne(kDroppedLabel).sum().item<int64_t>();
+          normalize_s += seconds_since(before);
+        }
+        return seen < total;
+      });
+    }
     images_per_s = static_cast<double>(images) / seconds_since(start);
-    out["mode"] = "pipeline";
+    out["mode"] = a.eval ? "eval_pipeline" : "pipeline";
     out["images"] = images;
     out["bad_images"] = bad->distinct();
     out["normalize_ms_per_batch"] = 1000.0 * normalize_s / static_cast<double>(a.batches);
@@ -104,7 +121,7 @@ int run_data_bench(const DataBenchArgs& a) {
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("%s: %.1f images/s (%lld images, %zu threads), peak RSS %.0f MiB\n",
-                a.decode_only ? "decode only (full size)" : "train pipeline", images_per_s,
+                a.decode_only ? "decode only (full size)" : a.eval ? "eval pipeline" : "train pipeline", images_per_s,
                 static_cast<long long>(out["images"].get<int64_t>()), std::max<size_t>(1, workers), peak_rss_mib());
     if (!a.decode_only)
       std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
@@ -116,12 +133,15 @@ int run_data_bench(const DataBenchArgs& a) {
 void add_data_bench_command(CLI::App& bench, Commands& commands) {
   auto args = std::make_shared<DataBenchArgs>();
   CLI::App* cmd =
-      bench.add_subcommand("data", "images/s of a config's training input pipeline, or of the decode alone");
+      bench.add_subcommand("data", "images/s of a config's training or evaluation input pipeline, or of the decode alone");
   add_config_options(*cmd, args->config, args->overrides, "config whose data section is timed", /*required=*/true);
   cmd->add_option("--warmup", args->warmup, "untimed batches first")->capture_default_str();
   cmd->add_option("--batches", args->batches, "timed batches")->capture_default_str();
   cmd->add_flag("--decode-only", args->decode_only,
                 "time only reading and full-size decoding of the same files, on data.workers threads");
+  cmd->add_flag("--eval", args->eval,
+                "time the evaluation pipeline (eval split, eval transforms, data.eval_batch_size, a new loader per pass)")
+      ->excludes("--decode-only");
   add_json_flag(*cmd, args->json);
   commands.push_back({cmd, [args] { return run_data_bench(*args); }});
 }

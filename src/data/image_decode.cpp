@@ -54,6 +54,8 @@ void probe_jpeg(const std::vector<uint8_t>& b, ImageInfo& info) {
 
 }  // namespace
 
+void run_image_ops_on_calling_thread() { cv::setNumThreads(0); }
+
 std::vector<uint8_t> read_file_bytes(const fs::path& file) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
   if (!f) throw DataError(file.string() + ": cannot open (" + std::strerror(errno) + ")");

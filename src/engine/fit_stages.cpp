@@ -93,6 +93,7 @@ FitRun::FitRun(Session& session, FitLimits fit_limits)
                                plan.last_epoch - session.state.epoch)),
       checkpoints(session),
       progress(session.logs.interactive),
+      stop_vote(session.group ? std::make_unique<StopVote>(*session.group) : nullptr),
       log(*session.logs.main),
       step_log(session.logs.interactive ? *session.logs.file : *session.logs.main) {}
 
@@ -159,27 +160,10 @@ void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch) {
                                s.scaler.enabled() ? std::optional<double>(s.scaler.scale_value()) : std::nullopt));
 }
 
-namespace {
-
-// The signal that stops the run after this step. Data-parallel: SLURM signals every rank, Ctrl-C under a
-// launcher may reach one; the ranks agree after every step, so all stop after the same one (a rank that got no
-// signal itself takes the others').
-int agreed_stop(const FitRun& r) {
-  const int own = r.stop.pending();
-  if (!r.s.group) return own;
-  auto votes = torch::tensor({own != 0 ? 1 : 0, own}, torch::kInt64);
-  r.s.group->all_reduce_sum({votes});
-  const int64_t ranks = votes[0].item<int64_t>();
-  if (ranks == 0) return 0;
-  return own != 0 ? own : static_cast<int>(votes[1].item<int64_t>() / ranks);
-}
-
-}  // namespace
-
 std::optional<StopReason> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done) {
   const Session& s = r.s;
   const Config& c = s.config;
-  const int sig = agreed_stop(r);
+  const int sig = r.stop_vote ? r.stop_vote->cast(r.stop.pending()) : r.stop.pending();
   const bool stop_at_step = r.limits.step && s.state.step >= *r.limits.step;
   const bool step_checkpoint = c.train.checkpoint_every_steps > 0 && s.state.step % c.train.checkpoint_every_steps == 0;
   if ((sig || stop_at_step || (step_checkpoint && !epoch_done)) && r.checkpoints.enabled()) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "trainer/data/loaders.hpp"
+#include "trainer/distributed/stop_vote.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/engine/progress.hpp"
 #include "trainer/engine/run_checkpoints.hpp"
@@ -41,6 +42,7 @@ struct FitRun {
   RunCheckpoints checkpoints;
   ProgressLine progress;
   StopSignals stop;
+  std::unique_ptr<StopVote> stop_vote;  // data-parallel: the ranks' agreement to stop (null: one process)
   spdlog::logger& log;       // console and train.log
   spdlog::logger& step_log;  // the step lines: train.log alone while the console shows the progress line
   double lr = 0.0;           // the learning rate of the latest optimizer step

@@ -8,6 +8,7 @@
 #include "trainer/distributed/collectives.hpp"
 #include "trainer/distributed/grad_reducer.hpp"
 #include "trainer/distributed/replica_check.hpp"
+#include "trainer/distributed/stop_vote.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/sync_batch_norm.hpp"
 #include "trainer/util/error.hpp"
@@ -46,6 +47,26 @@ TEST(Collectives, TwoRanksSumAndBroadcastOverLoopback) {
     EXPECT_TRUE(torch::equal(sums[r], expected)) << r;
     EXPECT_TRUE(torch::equal(broadcasts[r], torch::full({3}, 11, torch::kInt64))) << r;
   }
+}
+
+// A stop request on one rank stops both after the same step, one step after the ballot it was cast in; with
+// requests on both, each keeps its own signal; a ballot of no requests goes on.
+TEST(StopVote, BothRanksDecideTheSameStepOneBallotLater) {
+  const int port = testing::free_loopback_port();
+  // Per rank and step: the signal pending there. Rank 1 is signalled (SIGTERM) from step 2 on; rank 0 from step 5
+  // with SIGINT.
+  const std::vector<std::vector<int>> own{{0, 0, 0, 0, 0, 2, 2}, {0, 0, 15, 15, 15, 15, 15}};
+  std::vector<std::vector<int>> decided(2);
+  auto rank = [&](int64_t r) {
+    Collectives group(loopback(r, 2, port), CollectivesOptions{std::chrono::seconds(20)});
+    StopVote vote(group);
+    for (int sig : own[r]) decided[r].push_back(vote.cast(sig));
+  };
+  std::thread other(rank, 1);
+  rank(0);
+  other.join();
+  EXPECT_EQ(decided[0], (std::vector<int>{0, 0, 0, 15, 15, 15, 2}));
+  EXPECT_EQ(decided[1], (std::vector<int>{0, 0, 0, 15, 15, 15, 15}));
 }
 
 // 2 ranks x 8 images (each in 2 accumulated micro-batches of 4) give the gradient of 1 process x 16 images,

@@ -23,6 +23,12 @@ struct ImageInfo {
   bool truncated = false;  // a JPEG whose entropy-coded data has no end-of-image marker
 };
 
+// Turns off OpenCV's own thread pool (TBB or pthreads), process-wide; called once at start-up, before any image is
+// read. The loader's workers are the parallelism: each one decodes, crops and resizes its own images, so N workers
+// use N cores. With the pool on, a worker's larger resizes and colour conversions (outputs over 64K pixels) would
+// be split over every core as well, beside the other workers.
+void run_image_ops_on_calling_thread();
+
 // The whole file. Throws DataError naming the file when it cannot be opened or read, or is empty.
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& file);
 

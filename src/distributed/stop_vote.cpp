@@ -1,0 +1,56 @@
+#include "trainer/distributed/stop_vote.hpp"
+
+#include <c10/core/Event.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <chrono>
+#include <optional>
+#include <thread>
+
+namespace trainer {
+
+struct StopVote::Pending {
+  int own = 0;
+  torch::Tensor sums;           // {ranks with a signal, sum of their signals}, on the host
+  std::optional<c10::Event> copied;  // NCCL: recorded on the device's stream after the copy into `sums`
+
+  // Waits for the copy by polling: LibTorch 1.13's device-generic event can only be queried. The copy sits
+  // behind the previous step's work, which has usually finished by the time the next step is queued.
+  void wait() const {
+    if (!copied) return;
+    while (!copied->query()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+};
+
+StopVote::StopVote(Collectives& group) : group_(group) {}
+StopVote::~StopVote() = default;
+
+int StopVote::cast(int own) {
+  int decision = 0;
+  if (pending_) {
+    pending_->wait();
+    const int64_t* sums = pending_->sums.data_ptr<int64_t>();
+    if (sums[0] > 0) decision = pending_->own != 0 ? pending_->own : static_cast<int>(sums[1] / sums[0]);
+  }
+  auto next = std::make_unique<Pending>();
+  next->own = own;
+  if (group_.backend() == DistBackend::nccl) {
+    // Made on the device by fill kernels, not copied from the host (a pageable copy would synchronise).
+    const torch::Device device = group_.device();
+    auto ballot = torch::full({2}, own, torch::TensorOptions().dtype(torch::kInt64).device(device));
+    ballot.narrow(0, 0, 1).fill_(own != 0 ? 1 : 0);
+    group_.all_reduce_sum({ballot});
+    next->sums = torch::empty({2}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(true));
+    next->sums.copy_(ballot, /*non_blocking=*/true);
+    const c10::impl::VirtualGuardImpl guard(device.type());
+    next->copied.emplace(device.type());
+    next->copied->record(guard.getStream(device));
+  } else {
+    next->sums = torch::tensor({own != 0 ? 1 : 0, own}, torch::kInt64);
+    group_.all_reduce_sum({next->sums});
+  }
+  pending_ = std::move(next);
+  return decision;
+}
+
+}  // namespace trainer
