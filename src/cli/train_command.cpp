@@ -30,7 +30,7 @@ struct TrainArgs {
   bool smoke = false;                  // --smoke
   int64_t stop_after_epoch = 0;        // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
   int64_t stop_after_step = 0;         // --stop-after-step N: save and stop after optimizer step N, mid-epoch
-  int64_t nproc_per_node = 0;          // --nproc-per-node N: start N processes here (distributed/launcher)
+  std::optional<int64_t> nproc_per_node;  // --nproc-per-node N: start N processes here (distributed/launcher)
 };
 
 }  // namespace
@@ -222,12 +222,14 @@ int run_train(const TrainArgs& args) {
   if (args.stop_after_step < 0) throw UsageError("--stop-after-step expects a step number >= 1");
   if (args.smoke && !args.resume.empty())
     throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
-  if (args.nproc_per_node < 0) throw UsageError("--nproc-per-node expects a number of processes >= 1");
-  if (args.nproc_per_node > 1) {
+  if (args.nproc_per_node) {
+    if (*args.nproc_per_node < 1)
+      throw UsageError("--nproc-per-node " + std::to_string(*args.nproc_per_node) +
+                       ": expected a number of processes >= 1");
     if (environment_variable("WORLD_SIZE"))
       throw UsageError("--nproc-per-node starts its own processes; it cannot run under torchrun or another launcher");
     if (args.smoke) throw UsageError("--smoke runs in one process; it cannot be combined with --nproc-per-node");
-    return launch_local_ranks({static_cast<int>(args.nproc_per_node), command_line_without_launcher_option(),
+    return launch_local_ranks({static_cast<int>(*args.nproc_per_node), command_line_without_launcher_option(),
                                master_port(process_environment())});
   }
   if (args.smoke) {
@@ -251,7 +253,9 @@ void add_train_command(CLI::App& app, Commands& commands) {
   app.add_option("--stop-after-step", args->stop_after_step,
                  "save and stop after this optimizer step, also mid-epoch; --resume continues exactly there");
   app.add_option("--nproc-per-node", args->nproc_per_node,
-                 "data-parallel: start this many training processes on this machine (as torchrun does)");
+                 "data-parallel: start this many training processes on this machine (as torchrun does; 1: one "
+                 "process in a group of one)")
+      ->type_name("INT");
   app.add_flag("--smoke", args->smoke, "train a few batches for 2 epochs with a save, a resume and an eval");
   commands.push_back({&app, [args] { return run_train(*args); }});
 }

@@ -94,7 +94,7 @@ World world_from_environment(const EnvironmentLookup& env) {
     return w;
   }
   w.port = static_cast<int>(environment_integer(env, "MASTER_PORT", kDefaultPort, 1, 65535));
-  if (w.distributed() && w.master_addr.empty())
+  if (w.size > 1 && w.master_addr.empty())
     throw UsageError("environment: " + std::string(w.launcher == "slurm" ? "SLURM_NTASKS" : "WORLD_SIZE") + "=" +
                      std::to_string(w.size) + " but MASTER_ADDR is not set: set MASTER_ADDR and MASTER_PORT to the " +
                      "address and a free port of the rank-0 host");

@@ -206,7 +206,7 @@ std::string check_replicas(FitRun& r, int64_t epoch, const TrainFigures& f) {
   const std::string wait = s.group->backend() == DistBackend::gloo
                                ? fmt::format(", all-reduce wait {:.0f}%", 100.0 * waited / std::max(1e-9, f.seconds))
                                : std::string();
-  return fmt::format("{}, weights identical on {} ranks", wait, s.world.size);
+  return fmt::format("{}, weights identical on {} rank{}", wait, s.world.size, s.world.size == 1 ? "" : "s");
 }
 
 }  // namespace

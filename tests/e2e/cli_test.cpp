@@ -44,6 +44,10 @@ TEST(Cli, UsageErrorsExitWith2) {
   const auto set = trainer_cli("--config " TRAINER_SOURCE_DIR "/configs/mnist_cnn.json --set optim.lr");
   EXPECT_EQ(set.exit_code, 2);
   EXPECT_EQ(set.output, "error: usage: --set expects KEY=VALUE (for example optim.lr=0.1), got \"optim.lr\"\n");
+  // 0 processes is a mistake, not one process.
+  const auto none = trainer_cli("--config " TRAINER_SOURCE_DIR "/configs/mnist_cnn.json --nproc-per-node 0");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.output, "error: usage: --nproc-per-node 0: expected a number of processes >= 1\n");
 }
 
 TEST(Cli, BadConfigIsOneLineAndExit2) {

@@ -25,6 +25,15 @@ TEST(World, NoLauncherIsOneProcess) {
   EXPECT_EQ(w.size, 1);
 }
 
+// torchrun with one process (or --nproc-per-node 1) still joins a group: the collectives path on one rank.
+// SLURM's single task, or WORLD_SIZE=1 with no master, is one plain process.
+TEST(World, OneLaunchedRankJoinsAGroupOnlyUnderTorchrun) {
+  EXPECT_TRUE(world_from_environment(lookup({{"WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}})).distributed());
+  EXPECT_FALSE(world_from_environment(lookup({{"WORLD_SIZE", "1"}})).distributed());
+  EXPECT_FALSE(world_from_environment(lookup({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"MASTER_ADDR", "h"}}))
+                   .distributed());
+}
+
 TEST(World, TorchrunVariables) {
   const World w = world_from_environment(lookup({{"WORLD_SIZE", "8"},
                                                  {"RANK", "5"},

@@ -28,7 +28,10 @@ struct World {
   bool agent_store = false;       // torchrun's agent serves the TCPStore; no rank starts one
   int64_t restart_count = 0;      // torchrun's attempt number: the store keys' prefix
 
-  bool distributed() const { return size > 1; }
+  // Whether the run joins a process group: several processes, or one that torchrun (or `--nproc-per-node 1`)
+  // started with a master address, which trains through the same collectives as N ranks (a 1-rank NCCL run is the
+  // cheapest check of that path). SLURM's single task and a stray WORLD_SIZE=1 stay one plain process.
+  bool distributed() const { return size > 1 || (launcher == "torchrun" && !master_addr.empty()); }
 };
 
 using EnvironmentLookup = std::function<std::optional<std::string>(const std::string& name)>;
