@@ -63,6 +63,7 @@ build=build/lane-cuda
 lane_run "$root" "cmake --preset cuda -B $build >/dev/null && cmake --build $build"
 lane_run "$root" "grep -q 'TRAINER_CUDA=1' $build/build.ninja" || { lane_log "TRAINER_CUDA is not defined: not a CUDA build"; exit 1; }
 lane_run "$root" "grep -q 'USE_C10D_NCCL' $build/build.ninja" || { lane_log "nccl.h not found: c10d's NCCL group was not built"; exit 1; }
+lane_run "$root" "grep -q 'TRAINER_NVJPEG=1' $build/build.ninja" || { lane_log "nvJPEG not found: data.decode cuda was not built"; exit 1; }
 lane_log "built in $(( $(date +%s) - start ))s: $(lane_run "$root" "$build/trainer --version | head -2 | tr '\n' ' '")"
 lane_run "$root" "ctest --test-dir $build --output-on-failure --timeout 300 -j $(nproc) $*"
 lane_log "passed in $(( $(date +%s) - start ))s"

@@ -12,6 +12,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/data/loaders.hpp"
+#include "trainer/engine/session.hpp"
 #include "trainer/engine/step.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"

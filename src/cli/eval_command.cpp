@@ -6,6 +6,7 @@
 
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
+#include "trainer/data/decode_choice.hpp"
 #include "trainer/data/data_kinds.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
@@ -181,6 +182,7 @@ int run_eval(const EvalArgs& args) {
   auto bad = std::make_shared<BadSamples>("eval", data->size(), c.data.max_bad_fraction, logs.main);
   EvalOptions options = eval_options(c, device, layout.channels_last, bad);
   options.confusion = true;
+  if (choose_decode(c, device, nvjpeg_built()).gpu()) options.decoder = make_batch_decoder(DecodeDevice::cuda, device);
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
   std::unique_ptr<PredictionTable> predictions;
   if (!args.predictions.empty()) {

@@ -17,15 +17,18 @@ constexpr int kReplacementAttempts = 16;
 
 BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context,
                            std::shared_ptr<BadSamples> bad, BadSlot bad_slot,
-                           std::shared_ptr<const SampleAugment> augment)
+                           std::shared_ptr<const SampleAugment> augment, bool defer_decode)
     : source_(std::move(source)),
       shape_(source_->shape()),
       pin_memory_(pin_memory),
       context_(context),
       bad_(std::move(bad)),
       bad_slot_(bad_slot),
-      augment_(std::move(augment)) {
+      augment_(std::move(augment)),
+      defer_decode_(defer_decode) {
   if (augment_ && !augment_->active()) augment_.reset();
+  if (defer_decode_ && augment_ && augment_->pixels())
+    throw std::logic_error("pixel augmentations need the CPU decode (choose_decode falls back to it)");
 }
 
 ImageBatch BatchDataset::allocate(size_t n) const {
@@ -35,6 +38,11 @@ ImageBatch BatchDataset::allocate(size_t n) const {
                    torch::empty({count}, torch::kInt64),
                    {}};
   if (augment_ && augment_->erases()) batch.erase = torch::zeros({count, kEraseColumns}, torch::kInt64);
+  if (defer_decode_) {
+    batch.encoded.resize(n);
+    batch.bad = bad_;
+    batch.drop_bad = bad_slot_ == BadSlot::drop;
+  }
   return batch;
 }
 
@@ -53,7 +61,12 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
   bool dropped = false;
   for (int attempt = 1;; ++attempt) {
     try {
-      source_->read_into(index, context, slot);
+      if (defer_decode_) {
+        batch.encoded[b] = EncodedImage{};  // a failed attempt leaves nothing behind
+        source_->read_or_defer(index, context, slot, batch.encoded[b]);
+      } else {
+        source_->read_into(index, context, slot);
+      }
       break;
     } catch (const DataError& e) {
       if (!bad_) throw;

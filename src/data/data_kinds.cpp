@@ -75,6 +75,9 @@ void apply_data_kind(Config& c) {
   if (c.data.mean.empty()) c.data.mean = row.mean;
   if (c.data.std.empty()) c.data.std = row.std;
   if (row.check) row.check(c);
+  if (c.data.decode == DecodeDevice::cuda && !row.image_files)
+    throw ConfigError("data.decode: \"cuda\" decodes image files; data.kind " + enum_name(data_kinds(), c.data.kind) +
+                      " has none (use auto or cpu)");
 }
 
 std::shared_ptr<const ImageSource> make_source(const Config& config, Split split) {

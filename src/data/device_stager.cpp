@@ -20,7 +20,7 @@ struct DeviceStager::Side {
 struct DeviceStager::Side {};
 #endif
 
-DeviceStager::DeviceStager(const torch::Device& device) : device_(device) {
+DeviceStager::DeviceStager(const torch::Device& device, BatchDecoder* decoder) : device_(device), decoder_(decoder) {
 #ifdef TRAINER_CUDA
   if (device.is_cuda()) side_ = std::make_unique<Side>(device.index() < 0 ? c10::DeviceIndex(0) : device.index());
 #endif
@@ -28,17 +28,33 @@ DeviceStager::DeviceStager(const torch::Device& device) : device_(device) {
 
 DeviceStager::~DeviceStager() = default;
 
-ImageBatch DeviceStager::stage(const ImageBatch& host) {
+ImageBatch DeviceStager::stage(ImageBatch& host) {
+  const bool deferred = !host.encoded.empty();
+  if (deferred && !decoder_) throw std::logic_error("a batch left JPEGs encoded, but the run has no batch decoder");
+  // On the CPU the batch is its own device batch: the decoder writes its deferred slots in place.
+  if (!device_.is_cuda()) {
+    if (deferred) decoder_->decode(host);
+    return host;
+  }
+  auto finish = [&](ImageBatch out) {
+    if (deferred) {
+      out.encoded = std::move(host.encoded);
+      out.bad = host.bad;
+      out.drop_bad = host.drop_bad;
+      decoder_->decode(out);
+    }
+    return out;
+  };
 #ifdef TRAINER_CUDA
   if (side_) {
     const c10::cuda::CUDAStreamGuard guard(side_->stream);
-    ImageBatch out{host.images.to(device_, /*non_blocking=*/true), host.labels.to(device_, /*non_blocking=*/true),
-                   host.erase};
+    ImageBatch out = finish({host.images.to(device_, /*non_blocking=*/true),
+                             host.labels.to(device_, /*non_blocking=*/true), host.erase});
     side_->copied.record(side_->stream);
     return out;
   }
 #endif
-  return {host.images.to(device_), host.labels.to(device_), host.erase};
+  return finish({host.images.to(device_), host.labels.to(device_), host.erase});
 }
 
 void DeviceStager::ready(ImageBatch& batch) {

@@ -17,20 +17,34 @@ FolderSource::FolderSource(fs::path dir, FileList files, std::vector<std::string
       channels_(channels) {}
 
 void FolderSource::read_into(size_t i, const ReadContext& context, cv::Mat& out) const {
+  EncodedImage unused;
+  read_sample(i, context, out, /*defer=*/false, unused);
+}
+
+bool FolderSource::read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const {
+  return read_sample(i, context, out, /*defer=*/true, deferred);
+}
+
+bool FolderSource::read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer, EncodedImage& deferred) const {
   const fs::path path = file(i);
-  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  std::vector<uint8_t> bytes = read_file_bytes(path);
   const ImageInfo info = probe_image(bytes);
   const uint64_t seed = sample_seed(context, i);
   const int channels = static_cast<int>(channels_);
   if (info.height > 0) {
-    // Size known from the header: plan first, then decode no larger than the crop needs.
+    // Size known from the header: plan first, then decode no larger than the crop needs, or leave it to the GPU.
     const SamplePlan plan = plan_sample(spec_, info.height, info.width, seed);
+    if (defer && channels == 3 && gpu_decodable(info)) {
+      deferred = EncodedImage{std::move(bytes), info, plan, spec_, i, path.string()};
+      return true;
+    }
     const int reduction = info.format == ImageFormat::jpeg ? decode_reduction(plan, spec_) : 1;
     render(decode_image(bytes, info, channels, reduction, path), info.height, info.width, plan, spec_, out);
   } else {
     const cv::Mat image = decode_image(bytes, info, channels, 1, path);
     render(image, image.rows, image.cols, plan_sample(spec_, image.rows, image.cols, seed), spec_, out);
   }
+  return false;
 }
 
 std::string FolderSource::describe() const {

@@ -37,9 +37,18 @@ void probe_jpeg(const std::vector<uint8_t>& b, ImageInfo& info) {
     const size_t length = be16(&b[pos + 2]);
     if (length < 2) return;
     const bool frame = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-    if (frame && pos + 9 <= n) {
+    if (frame && pos + 10 <= n) {
       info.height = be16(&b[pos + 5]);
       info.width = be16(&b[pos + 7]);
+      info.components = b[pos + 9];
+      info.sequential_huffman = marker == 0xC0 || marker == 0xC1;
+      // Sampling factors (H << 4 | V) per component: the first (luma) 1 or 2 each way, the others 1x1.
+      info.common_sampling = pos + 10 + 3 * static_cast<size_t>(info.components) <= n;
+      for (int c = 0; c < info.components && info.common_sampling; ++c) {
+        const uint8_t hv = b[pos + 11 + 3 * static_cast<size_t>(c)];
+        const int h = hv >> 4, v = hv & 0x0F;
+        info.common_sampling = c == 0 ? (h >= 1 && h <= 2 && v >= 1 && v <= 2) : (h == 1 && v == 1);
+      }
     }
     if (marker == 0xDA) {  // start of scan
       bool eoi = false;
@@ -87,6 +96,11 @@ ImageInfo probe_image(const std::vector<uint8_t>& b) {
   if (info.height <= 0 || info.width <= 0 || info.height > (1 << 24) || info.width > (1 << 24))
     info.height = info.width = 0;
   return info;
+}
+
+bool gpu_decodable(const ImageInfo& info) {
+  return info.format == ImageFormat::jpeg && !info.truncated && info.height > 0 && info.width > 0 &&
+         info.sequential_huffman && (info.components == 1 || info.components == 3) && info.common_sampling;
 }
 
 cv::Mat decode_image(const std::vector<uint8_t>& bytes, const ImageInfo& info, int channels, int reduction,

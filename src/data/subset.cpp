@@ -14,6 +14,9 @@ class SubsetSource final : public ImageSource {
   void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override {
     base_->read_into(indices_.at(i), context, out);
   }
+  bool read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const override {
+    return base_->read_or_defer(indices_.at(i), context, out, deferred);
+  }
   const std::vector<std::string>& class_names() const override { return base_->class_names(); }
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(indices_.at(i)); }
@@ -33,6 +36,9 @@ class RenamedSource final : public ImageSource {
   int64_t label(size_t i) const override { return base_->label(i); }
   void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override {
     base_->read_into(i, context, out);
+  }
+  bool read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const override {
+    return base_->read_or_defer(i, context, out, deferred);
   }
   const std::vector<std::string>& class_names() const override { return names_; }
   ImageShape shape() const override { return base_->shape(); }

@@ -55,6 +55,7 @@ double metric_value(BestMetric metric, const EvalResult& raw, const std::optiona
 EvalOptions run_eval_options(const Session& s) {
   EvalOptions options = eval_options(s.config, s.device, s.layout.channels_last, s.eval_bad);
   options.group = s.group.get();
+  options.decoder = s.decoder;
   return options;
 }
 

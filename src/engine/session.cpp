@@ -95,6 +95,7 @@ std::unique_ptr<Loader> make_train_loader(const Session& s, int64_t epoch, size_
   o.epochs = epochs;
   o.start_batch = start_batch;
   o.pin_memory = s.device.is_cuda();
+  o.defer_decode = s.decoder != nullptr;
   o.bad = s.train_bad;
   o.rank = static_cast<size_t>(s.world.rank);
   o.world = static_cast<size_t>(s.world.size);
@@ -157,6 +158,11 @@ void open_data(Session& s) {
                           : "");
   s.logs.main->info("eval data:  {}", s.eval_data->describe());
   s.logs.main->info("data opened in {:.2f}s", open_seconds);
+  // Where the JPEGs are decoded, said once (image folders only).
+  s.decode = choose_decode(c, s.device, nvjpeg_built());
+  if (s.decode.gpu()) s.decoder = make_batch_decoder(DecodeDevice::cuda, s.device);
+  if (data_kind_row(c.data.kind).image_files)
+    s.logs.main->info("decode: {}{}", s.decode.reason, s.decoder ? "; " + s.decoder->describe() : "");
   if (classes_from_data) s.logs.main->info("model.num_classes {} (from the training data)", c.model.num_classes);
   s.train_bad = std::make_shared<BadSamples>("train", s.train_data->size(), c.data.max_bad_fraction, s.logs.main);
   s.eval_bad = std::make_shared<BadSamples>("eval", s.eval_data->size(), c.data.max_bad_fraction, s.logs.main);

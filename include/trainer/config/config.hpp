@@ -90,6 +90,15 @@ inline const EnumTable<DecodeReduce>& decode_reduce_modes() {
   return table;
 }
 
+// Where JPEGs are decoded: auto (the GPU when this build has nvJPEG and the run is on CUDA, else the CPU), cpu,
+// or cuda (nvJPEG's batched decode; data/gpu_decode.hpp).
+enum class DecodeDevice { automatic, cpu, cuda };
+inline const EnumTable<DecodeDevice>& decode_devices() {
+  static const EnumTable<DecodeDevice> table{
+      {"auto", DecodeDevice::automatic}, {"cpu", DecodeDevice::cpu}, {"cuda", DecodeDevice::cuda}};
+  return table;
+}
+
 // An automatic augmentation policy (torchvision's AutoAugment, RandAugment, TrivialAugmentWide, AugMix), applied
 // to each training image after the crop and flip. Each kind is one row of data/auto_augment.cpp.
 enum class AutoAugmentKind { none, imagenet, randaugment, trivialaugment_wide, augmix };
@@ -258,6 +267,7 @@ struct DataConfig {
   std::string class_names_file;
   std::vector<std::string> class_names;
   DecodeReduce decode_reduce = DecodeReduce::automatic;
+  DecodeDevice decode = DecodeDevice::automatic;
   double max_bad_fraction = 0.001;
   AugmentConfig augment;
   RepeatedAugmentationConfig repeated_augmentation;
@@ -292,6 +302,9 @@ struct DataConfig {
             "readable class names in class order, for reports (empty: class_names_file, folder names or indices)");
     v.choice("decode_reduce", decode_reduce, decode_reduce_modes(),
              "imagenet: decode JPEGs at 1/2, 1/4 or 1/8 scale when the crop allows it");
+    v.choice("decode", decode, decode_devices(),
+             "imagenet: where JPEGs are decoded; auto: on the GPU (nvJPEG) when the build has it and the run is "
+             "on CUDA, else on the CPU");
     v.field("max_bad_fraction", max_bad_fraction, "imagenet: share of unreadable images in a split that stops the run",
             Range::between(0, 1));
     v.section("augment", augment);

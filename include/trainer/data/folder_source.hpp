@@ -26,6 +26,7 @@ class FolderSource final : public ImageSource {
   size_t size() const override { return files_.size(); }
   int64_t label(size_t i) const override { return files_.label(i); }
   void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override;
+  bool read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const override;
   const std::vector<std::string>& class_names() const override { return class_names_; }
   ImageShape shape() const override { return {spec_.size, spec_.size, channels_}; }
   std::string describe() const override;
@@ -33,6 +34,9 @@ class FolderSource final : public ImageSource {
   std::filesystem::path file(size_t i) const { return dir_ / files_.path(i); }
 
  private:
+  // read_into, or with `defer` read_or_defer: one reading and one plan for both paths.
+  bool read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer, EncodedImage& deferred) const;
+
   std::filesystem::path dir_;
   FileList files_;
   std::vector<std::string> class_names_;

@@ -21,7 +21,16 @@ struct ImageInfo {
   int64_t height = 0;  // 0: unknown until decoded
   int64_t width = 0;
   bool truncated = false;  // a JPEG whose entropy-coded data has no end-of-image marker
+  // JPEG frame header: what the GPU decoders take (gpu_decodable).
+  int components = 0;               // 1 grey, 3 YCbCr, 4 CMYK / YCCK
+  bool sequential_huffman = false;  // baseline or extended sequential, Huffman coded (SOF0, SOF1): not progressive,
+                                    // lossless or arithmetic coded
+  bool common_sampling = false;     // chroma 4:4:4, 4:2:2, 4:2:0 or 4:4:0 (not 4:1:1 and rarer layouts)
 };
+
+// Whether nvJPEG's batched decoders take the file: a complete sequential Huffman JPEG, grey or YCbCr, with a
+// common chroma sampling and a known size. Everything else (progressive, CMYK, PNG, 4:1:1) is decoded on the CPU.
+bool gpu_decodable(const ImageInfo& info);
 
 // Turns off OpenCV's own thread pool (TBB or pthreads), process-wide; called once at start-up, before any image is
 // read. The loader's workers are the parallelism: each one decodes, crops and resizes its own images, so N workers

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/data/encoded_image.hpp"
 #include "trainer/data/image_shape.hpp"
 #include "trainer/util/hash.hpp"
 
@@ -43,6 +44,13 @@ class ImageSource {
   // Thread-safe. Writes sample i into `out`, which already has shape() and type CV_8UC(channels) (a view of
   // the batch tensor: it must not be reallocated). Throws DataError naming the file when it cannot be read.
   virtual void read_into(size_t i, const ReadContext& context, cv::Mat& out) const = 0;
+  // Device decode: as read_into, except that a file the GPU decodes (gpu_decodable) is left encoded in
+  // `deferred` (bytes, header and plan) and true is returned; `out` is then untouched. Sources without image
+  // files always write `out`.
+  virtual bool read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const {
+    read_into(i, context, out);
+    return false;
+  }
   virtual const std::vector<std::string>& class_names() const = 0;
   // The shape every sample has after loading (the batch shape without the batch dimension).
   virtual ImageShape shape() const = 0;

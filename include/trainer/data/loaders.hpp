@@ -40,6 +40,7 @@ struct TrainLoaderOptions {
                                     // kEndless: until the caller stops taking batches (benchmarks)
   size_t start_batch = 0;           // > 0: the first epoch continues from this batch (a resumed epoch)
   bool pin_memory = false;          // CUDA: batches in page-locked memory, for copies that overlap compute
+  bool defer_decode = false;        // data.decode cuda: JPEGs left encoded for the batch decoder
   std::shared_ptr<BadSamples> bad;  // unreadable images are recorded here and replaced (null: they throw)
   size_t rank = 0;                  // data-parallel: this rank reads its share of every global batch
   size_t world = 1;
@@ -52,7 +53,8 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
 // The eval loader: every image once, in order; an unreadable image is recorded in `bad` and left out of the
 // figures (kDroppedLabel), or throws without `bad`.
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size, size_t workers,
-                                         size_t prefetch, bool pin_memory, std::shared_ptr<BadSamples> bad);
+                                         size_t prefetch, bool pin_memory, std::shared_ptr<BadSamples> bad,
+                                         bool defer_decode = false);
 
 // Calls `f(batch)` for each of the next `count` batches (all that are left by default) until it returns false.
 // Batches not taken stay in the loader for the next call.

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "trainer/config/config.hpp"
+#include "trainer/data/batch_decoder.hpp"
 #include "trainer/data/batch_dataset.hpp"
 #include "trainer/data/image_source.hpp"
 #include "trainer/data/loaders.hpp"
@@ -30,6 +31,8 @@ struct EvalOptions {
   std::shared_ptr<BadSamples> bad;  // null: an unreadable image is an error
   bool confusion = false;           // fill EvalResult::confusion
   Collectives* group = nullptr;     // data-parallel: each rank evaluates its shard; the figures are the sums
+  // data.decode cuda: the GPU decoder the JPEGs are left encoded for (null: the workers decode them)
+  std::shared_ptr<BatchDecoder> decoder;
   // A loader made in advance by make_evaluation_loader(), already reading while training finished its epoch;
   // null: evaluate() makes its own.
   std::shared_ptr<Loader> loader;

@@ -1,0 +1,234 @@
+// data.decode: which files the GPU takes, where a run decodes, and the deferred path (JPEGs left encoded by the
+// workers, finished by a batch decoder) against the CPU path. The CPU decoder stands in for nvJPEG here; the
+// cuda tests compare nvJPEG itself.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "support/fixtures.hpp"
+#include "support/image_folder_fixture.hpp"
+#include "trainer/config/load.hpp"
+#include "trainer/data/batch_decoder.hpp"
+#include "trainer/data/decode_choice.hpp"
+#include "trainer/data/device_stager.hpp"
+#include "trainer/data/folder_source.hpp"
+#include "trainer/data/image_decode.hpp"
+#include "trainer/data/loaders.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+std::vector<uint8_t> encoded(const cv::Mat& image, const std::string& ext, std::vector<int> params = {}) {
+  std::vector<uint8_t> bytes;
+  cv::imencode(ext, image, bytes, params);
+  return bytes;
+}
+
+// The byte offset of the first frame header's first component sampling byte (SOF0: FF C0 len(2) P(1) Y(2) X(2)
+// Nf(1) then C H/V Tq per component).
+size_t luma_sampling_offset(const std::vector<uint8_t>& jpeg) {
+  for (size_t i = 2; i + 1 < jpeg.size(); ++i)
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) return i + 11;
+  return 0;
+}
+
+TEST(ImageDecode, TheProbeTellsWhichFilesTheGpuDecodes) {
+  const cv::Mat colour = testing::class_image(1, 40, 32, 0);
+  cv::Mat grey;
+  cv::cvtColor(colour, grey, cv::COLOR_BGR2GRAY);
+  const auto baseline = encoded(colour, ".jpg");
+  const ImageInfo info = probe_image(baseline);
+  EXPECT_EQ(info.components, 3);
+  EXPECT_TRUE(info.sequential_huffman);
+  EXPECT_TRUE(info.common_sampling);
+  EXPECT_TRUE(gpu_decodable(info));
+  EXPECT_TRUE(gpu_decodable(probe_image(encoded(grey, ".jpg"))));
+  const ImageInfo progressive = probe_image(encoded(colour, ".jpg", {cv::IMWRITE_JPEG_PROGRESSIVE, 1}));
+  EXPECT_FALSE(progressive.sequential_huffman);
+  EXPECT_FALSE(gpu_decodable(progressive));
+  EXPECT_FALSE(gpu_decodable(probe_image(encoded(colour, ".png"))));
+  // 4:1:1 chroma (luma sampled 4x1): the hardware decoder does not take it.
+  auto four_one_one = baseline;
+  const size_t at = luma_sampling_offset(four_one_one);
+  ASSERT_GT(at, 0u);
+  four_one_one[at] = 0x41;
+  EXPECT_FALSE(gpu_decodable(probe_image(four_one_one)));
+  // A file cut short never goes to the GPU.
+  EXPECT_FALSE(gpu_decodable(probe_image(std::vector<uint8_t>(baseline.begin(), baseline.end() - 2))));
+}
+
+Config decode_config(const std::string& decode, const std::string& extra = "") {
+  auto j = nlohmann::json::parse(R"({"data": {"kind": "imagenet", "root": "/data"}, "model": {"in_channels": 3}})");
+  j["data"]["decode"] = decode;
+  if (!extra.empty()) apply_override(j, extra);
+  return parse_config(j);
+}
+
+TEST(DecodeChoice, WhereTheJpegsAreDecodedAndWhy) {
+  const torch::Device cpu(torch::kCPU), cuda(torch::kCUDA, 0);
+  EXPECT_FALSE(choose_decode(decode_config("cpu"), cuda, true).gpu());
+  const DecodeChoice on_cpu = choose_decode(decode_config("auto"), cpu, true);
+  EXPECT_FALSE(on_cpu.gpu());
+  EXPECT_EQ(on_cpu.reason, "cpu (data.decode auto: the run is on the CPU)");
+  EXPECT_EQ(choose_decode(decode_config("auto"), cuda, false).reason, "cpu (data.decode auto: this build has no nvJPEG)");
+  const DecodeChoice gpu = choose_decode(decode_config("auto"), cuda, true);
+  EXPECT_TRUE(gpu.gpu());
+  EXPECT_EQ(gpu.reason, "cuda (data.decode auto: nvJPEG on cuda:0)");
+  EXPECT_TRUE(choose_decode(decode_config("cuda"), cuda, true).gpu());
+  // A pixel policy works on the CPU's Pillow-exact pixels: the run decodes there, for cuda as well.
+  const DecodeChoice policy =
+      choose_decode(decode_config("cuda", "data.augment.auto_augment=trivialaugment_wide"), cuda, true);
+  EXPECT_FALSE(policy.gpu());
+  EXPECT_NE(policy.reason.find("AutoAugment policy or ColorJitter"), std::string::npos) << policy.reason;
+  EXPECT_FALSE(choose_decode(decode_config("auto", "data.augment.color_jitter.brightness=0.4"), cuda, true).gpu());
+  // Random erasing runs on the device: no reason to leave the GPU.
+  EXPECT_TRUE(choose_decode(decode_config("auto", "data.augment.random_erasing.prob=0.25"), cuda, true).gpu());
+}
+
+TEST(DecodeChoice, CudaWithoutNvjpegOrWithoutADeviceIsAConfigError) {
+  EXPECT_EQ(testing::error_of<ConfigError>([] { choose_decode(decode_config("cuda"), torch::kCUDA, false); }),
+            "config: data.decode cuda: this trainer was built without nvJPEG (nvjpeg.h was not found when it was "
+            "built; Debian: nvidia-cuda-dev with the CUDA LibTorch); use auto or cpu");
+  EXPECT_EQ(testing::error_of<ConfigError>([] { choose_decode(decode_config("cuda"), torch::kCPU, true); }),
+            "config: data.decode cuda: the run is on cpu, and nvJPEG decodes on a CUDA device; use auto or cpu");
+  EXPECT_EQ(testing::error_of<ConfigError>([] {
+              parse_config(nlohmann::json::parse(R"({"data": {"kind": "mnist", "root": "/data", "decode": "cuda"}})"));
+            }),
+            "config: data.decode: \"cuda\" decodes image files; data.kind mnist has none (use auto or cpu)");
+  if (!nvjpeg_built())
+    EXPECT_NE(testing::error_of<UsageError>([] { make_batch_decoder(DecodeDevice::cuda, torch::kCUDA); }),
+              "no error");
+}
+
+DataConfig decode_folder_config(const fs::path& root) {
+  DataConfig d;
+  d.kind = DataKind::imagenet;
+  d.root = root.string();
+  d.batch_size = 5;
+  d.augment.image_size = 16;
+  d.augment.eval_resize = 18;
+  return d;
+}
+
+// Every batch of a loader, with deferred slots finished by `decoder` (null: the plain CPU path).
+std::vector<ImageBatch> all_batches(Loader& loader, BatchDecoder* decoder, size_t* deferred = nullptr) {
+  std::vector<ImageBatch> out;
+  for_each_batch(loader, [&](ImageBatch& b) {
+    if (deferred)
+      for (const auto& e : b.encoded) *deferred += e.deferred();
+    if (!b.encoded.empty()) DeviceStager(torch::kCPU, decoder).stage(b);
+    out.push_back(b);
+    return true;
+  });
+  return out;
+}
+
+// The workers read and plan each JPEG but leave it encoded; the CPU decoder then renders exactly the pixels the
+// plain CPU path does (same crops, flips, replacements), with PNG and progressive files decoded by the workers
+// in the same batches.
+TEST(BatchDecoder, DeferredBatchesEqualTheCpuPathBitForBit) {
+  TempDir dir;
+  testing::write_image_folder(dir.path(), {3, 6, 3, true});
+  cv::imwrite((dir / "train/n1/progressive.JPEG").string(), testing::class_image(1, 52, 44, 9),
+              {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  const DataConfig data = decode_folder_config(dir.path());
+  const auto decoder = make_batch_decoder(DecodeDevice::cpu, torch::kCPU);
+  for (const bool train : {true, false}) {
+    const auto source = open_image_folder(data, train, 3, 3);
+    std::unique_ptr<Loader> plain, deferred;
+    if (train) {
+      TrainLoaderOptions o;
+      o.seed = 3;
+      o.epochs = 2;
+      plain = make_train_loader(source, data, o);
+      o.defer_decode = true;
+      deferred = make_train_loader(source, data, o);
+    } else {
+      plain = make_eval_loader(source, 4, 2, 2, false, nullptr);
+      deferred = make_eval_loader(source, 4, 2, 2, false, nullptr, /*defer_decode=*/true);
+    }
+    size_t left_encoded = 0;
+    const auto a = all_batches(*plain, nullptr), b = all_batches(*deferred, decoder.get(), &left_encoded);
+    ASSERT_EQ(a.size(), b.size());
+    // JPEGs were left for the decoder; PNGs (half the training images) and the progressive file were not.
+    EXPECT_GT(left_encoded, 0u) << train;
+    if (train) EXPECT_LT(left_encoded, 2 * source->size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_TRUE(torch::equal(a[i].images, b[i].images)) << (train ? "train" : "eval") << " batch " << i;
+      EXPECT_TRUE(torch::equal(a[i].labels, b[i].labels)) << i;
+      EXPECT_TRUE(b[i].encoded.empty());
+    }
+  }
+}
+
+// The GPU path's geometry (render_decoded: antialiased resize as torchvision's tensor transforms), run here on
+// the CPU from a full-size decode, against the CPU path's Pillow-exact render of the same plans.
+TEST(BatchDecoder, TheGpuGeometryIsCloseToThePillowExactPath) {
+  TempDir dir;
+  testing::ImageFolderSpec spec{2, 4, 2, true};
+  testing::write_image_folder(dir.path(), spec);
+  DataConfig data = decode_folder_config(dir.path());
+  data.decode_reduce = DecodeReduce::off;
+  double worst_mean = 0, worst_max = 0;
+  for (const bool train : {true, false}) {
+    const auto source = open_image_folder(data, train, 2, 3);
+    for (size_t i = 0; i < source->size(); ++i) {
+      cv::Mat cpu(16, 16, CV_8UC3), unused(16, 16, CV_8UC3);
+      EncodedImage e;
+      if (!source->read_or_defer(i, {7, 1}, unused, e)) continue;  // a PNG: decoded by the worker
+      source->read_into(i, {7, 1}, cpu);
+      cv::Mat bgr = decode_image(e.bytes, e.info, 3, 1, e.name), rgb;
+      cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+      const auto decoded = torch::from_blob(rgb.data, {rgb.rows, rgb.cols, 3}, torch::kUInt8);
+      auto slot = torch::empty({16, 16, 3}, torch::kUInt8);
+      render_decoded(decoded, 0, 0, e, slot);
+      const auto diff = (slot.to(torch::kInt) - torch::from_blob(cpu.data, {16, 16, 3}, torch::kUInt8).to(torch::kInt))
+                            .abs()
+                            .to(torch::kDouble);
+      worst_mean = std::max(worst_mean, diff.mean().item<double>());
+      worst_max = std::max(worst_max, diff.max().item<double>());
+    }
+  }
+  // Measured: mean 0.207, max 1 (rounding of the two antialiased resizes).
+  EXPECT_LT(worst_mean, 0.5);
+  EXPECT_LE(worst_max, 2);
+  std::printf("GPU geometry vs Pillow-exact CPU render: worst mean |diff| %.3f, worst max %.0f (of 255)\n", worst_mean,
+              worst_max);
+}
+
+// A deferred file that no decoder can read: recorded; in training its slot takes the next slot's image and label
+// (the batch stays full), in evaluation it is dropped; a batch with nothing decoded is an error.
+TEST(BatchDecoder, UndecodableSlotsAreRecordedThenReplacedOrDropped) {
+  for (const bool drop : {false, true}) {
+    ImageBatch batch{torch::arange(3 * 2 * 2 * 3, torch::kInt64).to(torch::kUInt8).view({3, 2, 2, 3}),
+                     torch::tensor({4, 5, 6}, torch::kInt64), {}};
+    batch.encoded.resize(3);
+    batch.encoded[1].index = 17;
+    batch.bad = std::make_shared<BadSamples>("train", 100, 1.0, nullptr);
+    batch.drop_bad = drop;
+    const auto before = batch.images.clone();
+    settle_failed_slots(batch, {{1, "b.JPEG: bad Huffman table"}});
+    EXPECT_EQ(batch.bad->distinct(), 1u);
+    if (drop) {
+      EXPECT_EQ(batch.images[1].sum().item<int64_t>(), 0);
+      EXPECT_EQ(batch.labels[1].item<int64_t>(), kDroppedLabel);
+    } else {
+      EXPECT_TRUE(torch::equal(batch.images[1], before[2]));
+      EXPECT_EQ(batch.labels[1].item<int64_t>(), 6);
+    }
+    EXPECT_TRUE(torch::equal(batch.images[0], before[0]));
+  }
+  ImageBatch one{torch::zeros({1, 2, 2, 3}, torch::kUInt8), torch::tensor({4}, torch::kInt64), {}};
+  one.encoded.resize(1);
+  one.bad = std::make_shared<BadSamples>("train", 100, 1.0, nullptr);
+  EXPECT_EQ(testing::error_of<DataError>([&] { settle_failed_slots(one, {{0, "a.JPEG: bad"}}); }),
+            "data: no image of a batch of 1 could be decoded; the last: a.JPEG: bad");
+}
+
+}  // namespace
+}  // namespace trainer
