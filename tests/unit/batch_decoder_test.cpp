@@ -100,9 +100,10 @@ TEST(DecodeChoice, CudaWithoutNvjpegOrWithoutADeviceIsAConfigError) {
               parse_config(nlohmann::json::parse(R"({"data": {"kind": "mnist", "root": "/data", "decode": "cuda"}})"));
             }),
             "config: data.decode: \"cuda\" decodes image files; data.kind mnist has none (use auto or cpu)");
-  if (!nvjpeg_built())
+  if (!nvjpeg_built()) {
     EXPECT_NE(testing::error_of<UsageError>([] { make_batch_decoder(DecodeDevice::cuda, torch::kCUDA); }),
               "no error");
+  }
 }
 
 DataConfig decode_folder_config(const fs::path& root) {
@@ -157,7 +158,9 @@ TEST(BatchDecoder, DeferredBatchesEqualTheCpuPathBitForBit) {
     ASSERT_EQ(a.size(), b.size());
     // JPEGs were left for the decoder; PNGs (half the training images) and the progressive file were not.
     EXPECT_GT(left_encoded, 0u) << train;
-    if (train) EXPECT_LT(left_encoded, 2 * source->size());
+    if (train) {
+      EXPECT_LT(left_encoded, 2 * source->size());
+    }
     for (size_t i = 0; i < a.size(); ++i) {
       EXPECT_TRUE(torch::equal(a[i].images, b[i].images)) << (train ? "train" : "eval") << " batch " << i;
       EXPECT_TRUE(torch::equal(a[i].labels, b[i].labels)) << i;
