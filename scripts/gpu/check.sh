@@ -11,6 +11,7 @@
 #   8. PyTorch beside it: torchvision's resnet50 step as part 5 times ours, and its DataLoader at 16 workers;
 #   9. NCCL with one rank (--nproc-per-node 1): a short run completes;
 #  10. part 7's TensorBoard event files read by the tensorboard package;
+#  (7 also trains with data.decode cuda, and 7b times the GPU decode beside torchvision.io.decode_jpeg;)
 #  11. trainer export to TorchScript (checked against the checkpoint), predict --model vs predict --checkpoint;
 # and ends with the ratios: step and pipeline against PyTorch, JPEGs against synthetic input, 16-worker scaling.
 # Everything goes to OUT/gpu-check.json (and the logs beside it). Each part records its own failure (the new parts
@@ -31,7 +32,8 @@ results=$out/parts.jsonl
 failed=0
 log() { echo "check [$(( $(date +%s) - start ))s]: $*" | tee -a "$out/check.log" >&2; }
 # part NAME STATUS JSON: one line of the results file.
-part() { printf '{"part": "%s", "status": "%s", "seconds": %d, "result": %s}\n' "$1" "$2" "$(( $(date +%s) - part_start ))" "${3:-null}" >>"$results"; [[ $2 == ok ]] || failed=1; }
+# A part that does not apply here (the GPU decode in a dry run) is "skipped", which is not a failure.
+part() { printf '{"part": "%s", "status": "%s", "seconds": %d, "result": %s}\n' "$1" "$2" "$(( $(date +%s) - part_start ))" "${3:-null}" >>"$results"; [[ $2 == ok || $2 == skipped ]] || failed=1; }
 
 # ---- build (TRAINER_CHECK_BUILD=DIR: a build folder made already, for dry runs) ----
 part_start=$(date +%s)
@@ -95,17 +97,21 @@ fi
 
 device=cuda; amp=float16; size=224; batch=128; epochs=6
 [[ $cpu == 1 ]] && { device=cpu; amp=bfloat16; size=64; batch=32; epochs=1; }
-cat >"$work/photos.json" <<JSON
+# photo_config FILE NAME ROOT ARCH BATCH SIZE EPOCHS TENSORBOARD: a run over a generated photo folder.
+photo_config() {
+  cat >"$1" <<JSON
 {
-  "run": { "name": "photos", "output_dir": "$work/runs", "device": "$device", "plot": false, "tensorboard": false },
-  "data": { "kind": "imagenet", "root": "$photos", "batch_size": $batch, "eval_batch_size": 256, "workers": $(nproc),
-            "augment": { "image_size": $size } },
-  "model": { "arch": "resnet18", "in_channels": 3, "num_classes": 10 },
+  "run": { "name": "$2", "output_dir": "$work/runs", "device": "$device", "plot": false, "tensorboard": $8 },
+  "data": { "kind": "imagenet", "root": "$3", "batch_size": $5, "eval_batch_size": 256, "workers": $(nproc),
+            "augment": { "image_size": $6 } },
+  "model": { "arch": "$4", "in_channels": 3, "num_classes": 10 },
   "optim": { "name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-5 },
   "schedule": { "kind": "cosine", "warmup_epochs": 1 },
-  "train": { "epochs": $epochs, "log_every": 5, "amp": { "enabled": true, "dtype": "$amp" } }
+  "train": { "epochs": $7, "log_every": 5, "amp": { "enabled": true, "dtype": "$amp" } }
 }
 JSON
+}
+photo_config "$work/photos.json" photos "$photos" resnet18 "$batch" "$size" "$epochs" false
 
 # ---- 3. float16 AMP + loss scaler training that learns ----
 part_start=$(date +%s)
@@ -166,17 +172,7 @@ part photos12k "$([[ $images == $((10 * per_class)) ]] && echo ok || echo failed
 
 arch=resnet50; size=224; batch=256; workers_list="2 4 8 16"
 [[ $cpu == 1 ]] && { arch=resnet18; size=64; batch=32; workers_list="1 2"; }
-cat >"$work/photos12k.json" <<JSON
-{
-  "run": { "name": "photos12k", "output_dir": "$work/runs", "device": "$device", "plot": false, "tensorboard": true },
-  "data": { "kind": "imagenet", "root": "$big", "batch_size": $batch, "eval_batch_size": 256, "workers": $(nproc),
-            "augment": { "image_size": $size } },
-  "model": { "arch": "$arch", "in_channels": 3, "num_classes": 10 },
-  "optim": { "name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-5 },
-  "schedule": { "kind": "cosine", "warmup_epochs": 1 },
-  "train": { "epochs": 2, "log_every": 5, "amp": { "enabled": true, "dtype": "$amp" } }
-}
-JSON
+photo_config "$work/photos12k.json" photos12k "$big" "$arch" "$batch" "$size" 2 true
 
 # ---- 6. the input pipeline's scaling: bench data at 2, 4, 8 and 16 workers, each past a warm-up round (a batch
 # per worker) and over 4 batches per worker; the main thread normalises on one core ----
@@ -195,12 +191,19 @@ scaling="${scaling%, }}"
 part bench_data_scaling "$(grep -q null <<<"$scaling" && echo failed || echo ok)" "{\"images_per_s_by_workers\": $scaling}"
 
 # ---- 7. the real job: ResNet-50 training from the JPEG folder (224 px, batch 256, float16, channels_last on
-# every core), its second epoch's img/s and data wait against the synthetic step rate of part 5 ----
-part_start=$(date +%s)
-log "$arch training from JPEGs"
-rm -rf "$work/runs/photos12k"
-timeout 180 "$trainer" --config "$work/photos12k.json" >"$out/train-jpeg.log" 2>&1; rc=$?
-jpeg=$(python3 - "$work/runs/photos12k/metrics.jsonl" <<'PY2' 2>/dev/null || echo null
+# every core), its second epoch's img/s and data wait against the synthetic step rate of part 5; the JPEGs decoded
+# by the CPU workers, then by nvJPEG on the GPU (data.decode cuda) ----
+for decode in cpu cuda; do
+  part_start=$(date +%s)
+  if [[ $decode == cuda && ( $cpu == 1 || ! $("$trainer" --version) =~ nvJPEG ) ]]; then
+    part "train_from_jpeg_${decode}_decode" skipped '"no GPU or no nvJPEG in this build"'
+    continue
+  fi
+  log "$arch training from JPEGs, decode $decode"
+  rm -rf "$work/runs/photos12k-$decode"
+  timeout 180 "$trainer" --config "$work/photos12k.json" --set data.decode="$decode" -o "$work/runs/photos12k-$decode" \
+    >"$out/train-jpeg-$decode.log" 2>&1; rc=$?
+  jpeg=$(python3 - "$work/runs/photos12k-$decode/metrics.jsonl" <<'PY2' 2>/dev/null || echo null
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 train = [r for r in rows if r.get("kind") == "train" and r.get("epoch") == 2]
@@ -210,8 +213,36 @@ print(json.dumps({"epoch2_images_per_s_median": statistics.median(r["images_per_
                   "epoch2_data_wait_share": wait / busy, "intervals": len(train)}))
 PY2
 )
-part train_from_jpeg "$([[ $rc == 0 && $jpeg != null ]] && echo ok || echo failed)" \
-  "{\"exit\": $rc, \"arch\": \"$arch\", \"dtype\": \"$amp\", \"figures\": $jpeg}"
+  part "train_from_jpeg_${decode}_decode" "$([[ $rc == 0 && $jpeg != null ]] && echo ok || echo failed)" \
+    "{\"exit\": $rc, \"arch\": \"$arch\", \"dtype\": \"$amp\", \"decode\": \"$decode\", \"figures\": $jpeg, \"decode_line\": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$(grep -m1 'decode:' "$out/train-jpeg-$decode.log")")}"
+done
+
+# ---- 7b. the GPU decode alone: bench data with data.decode cuda on every core, and torchvision.io.decode_jpeg on
+# the GPU (nvJPEG through PyTorch) over the same files as the reference ----
+part_start=$(date +%s)
+if [[ $cpu == 1 || ! $("$trainer" --version) =~ nvJPEG ]]; then
+  part bench_data_gpu_decode skipped '"no GPU or no nvJPEG in this build"'
+else
+  log "bench data, decode cuda"
+  if timeout 90 "$trainer" bench data --config "$work/photos12k.json" --set data.decode=cuda --set run.threads=1 \
+       --warmup 16 --batches 64 --json >"$out/bench-data-gpu.json" 2>"$out/bench-data-gpu.err"; then
+    part bench_data_gpu_decode ok "$(tail -1 "$out/bench-data-gpu.json")"
+  else
+    part bench_data_gpu_decode failed
+  fi
+fi
+part_start=$(date +%s)
+if [[ $cpu == 1 ]]; then
+  part torchvision_gpu_decode skipped '"no GPU"'
+else
+  log "torchvision.io.decode_jpeg on the GPU"
+  if timeout 90 "$python" scripts/bench/torchvision_gpu_decode.py "$big" --batch 256 --batches 24 \
+       >"$out/torchvision-decode.json" 2>"$out/torchvision-decode.err"; then
+    part torchvision_gpu_decode ok "$(tail -1 "$out/torchvision-decode.json")"
+  else
+    part torchvision_gpu_decode failed
+  fi
+fi
 
 # ---- 8. the references, PyTorch on the same machine: torchvision's resnet50 training step (autocast +
 # GradScaler for float16, channels_last, cudnn.benchmark, SGD momentum, part 5's warm-up and timed steps), and
@@ -256,7 +287,7 @@ part one_rank "$([[ $rc == 0 && -f $work/runs/one-rank/last.pt ]] && echo ok || 
 # without it: the tests' independent reader) ----
 part_start=$(date +%s)
 log "tensorboard"
-tb=$("$python" - "$work/runs/photos12k" <<'PY2' 2>"$out/tensorboard.err"
+tb=$("$python" - "$work/runs/photos12k-cpu" <<'PY2' 2>"$out/tensorboard.err"
 import glob, json, os, sys
 try:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -323,11 +354,16 @@ print(json.dumps({
         "trainer": ratio(get("bench_resnet50_float16", "images_per_s"), get("bench_resnet50_bfloat16", "images_per_s")),
         "pytorch": ratio(get("torch_step_float16", "images_per_s"), get("torch_step_bfloat16", "images_per_s"))},
     "pipeline_vs_pytorch": ratio(scaling.get(counts[-1]) if counts else None, get("torch_pipeline", "images_per_s")),
-    "jpeg_vs_synthetic": ratio(get("train_from_jpeg", "figures", "epoch2_images_per_s_median"),
+    "jpeg_vs_synthetic": ratio(get("train_from_jpeg_cpu_decode", "figures", "epoch2_images_per_s_median"),
                                get("bench_resnet50_float16", "images_per_s")),
+    "jpeg_gpu_decode_vs_synthetic": ratio(get("train_from_jpeg_cuda_decode", "figures", "epoch2_images_per_s_median"),
+                                          get("bench_resnet50_float16", "images_per_s")),
+    "gpu_decode_pipeline_vs_torchvision_decode_jpeg": ratio(get("bench_data_gpu_decode", "images_per_s"),
+                                                            get("torchvision_gpu_decode", "images_per_s")),
     "scaling_efficiency": ratio(scaling.get(counts[-1]), scaling.get(counts[0]) * int(counts[-1]) / int(counts[0]))
                           if len(counts) > 1 and scaling.get(counts[0]) else None,
-    "targets": {"step_vs_pytorch": ">= 1", "pipeline_vs_pytorch": ">= 5", "scaling_efficiency": ">= 0.8"}}))
+    "targets": {"step_vs_pytorch": ">= 1", "pipeline_vs_pytorch": ">= 5", "scaling_efficiency": ">= 0.8",
+                "jpeg_gpu_decode_vs_synthetic": ">= 0.9"}}))
 PY2
 ) || ratios=null
 part ratios "$([[ $ratios != null ]] && echo ok || echo failed)" "$ratios"

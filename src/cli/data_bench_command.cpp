@@ -7,13 +7,17 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include "trainer/cli/bench_support.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/data/batch_decoder.hpp"
 #include "trainer/data/data_kinds.hpp"
+#include "trainer/data/decode_choice.hpp"
+#include "trainer/data/device_stager.hpp"
 #include "trainer/data/folder_source.hpp"
 #include "trainer/data/image_decode.hpp"
 #include "trainer/data/loaders.hpp"
@@ -22,6 +26,7 @@
 #include "trainer/engine/session.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/util/clock.hpp"
+#include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -68,8 +73,16 @@ int run_data_bench(const DataBenchArgs& a) {
     out["images"] = decoded;
   } else {
     const auto source = make_source(c, a.eval ? Split::eval : Split::train);
-    auto bad = std::make_shared<BadSamples>(a.eval ? "eval" : "train", source->size(), c.data.max_bad_fraction, nullptr);
-    const auto norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, torch::kCPU);
+    auto bad =
+        std::make_shared<BadSamples>(a.eval ? "eval" : "train", source->size(), c.data.max_bad_fraction, nullptr);
+    // data.decode as a run on run.device resolves it: with the GPU decode, batches go to the device, are decoded
+    // and normalised there, as in training; otherwise normalisation is timed on the CPU.
+    const torch::Device device = select_device(c.run.device);
+    const DecodeChoice decode = choose_decode(c, device, nvjpeg_built());
+    const std::unique_ptr<BatchDecoder> decoder =
+        decode.gpu() ? make_batch_decoder(DecodeDevice::cuda, device) : nullptr;
+    const torch::Device target = decoder ? device : torch::Device(torch::kCPU);
+    const auto norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, target);
     const int64_t total = a.warmup + a.batches;
     int64_t seen = 0, images = 0;
     double normalize_s = 0;
@@ -80,8 +93,8 @@ int run_data_bench(const DataBenchArgs& a) {
     std::function<std::unique_ptr<Loader>()> next_loader;
     if (a.eval) {
       next_loader = [&] {
-        return make_eval_loader(source, batch_size, workers,
-                                static_cast<size_t>(c.data.prefetch), /*pin_memory=*/false, bad);
+        return make_eval_loader(source, batch_size, workers, static_cast<size_t>(c.data.prefetch),
+                                /*pin_memory=*/target.is_cuda(), bad, /*defer_decode=*/decoder != nullptr);
       };
     } else {
       next_loader = [&] {
@@ -89,26 +102,36 @@ int run_data_bench(const DataBenchArgs& a) {
         o.drop_last = c.data.drop_last == Switch::on;
         o.seed = static_cast<uint64_t>(c.run.seed);
         o.epochs = kEndless;
+        o.pin_memory = target.is_cuda();
+        o.defer_decode = decoder != nullptr;
         o.bad = bad;
         return make_train_loader(source, c.data, o);
       };
     }
-    const bool channels_last = wants_channels_last(c.model, torch::kCPU);
+    const bool channels_last = wants_channels_last(c.model, target);
+    torch::Tensor last;
     while (seen < total) {
       auto loader = next_loader();
-      for_each_batch(*loader, [&](ImageBatch& batch) {
-        // What a CPU step does with the batch before the model: float, normalised, channels_last.
+      for_each_device_batch(*loader, target, decoder.get(), std::numeric_limits<size_t>::max(), [&](ImageBatch& batch) {
+        // What a step does with the batch before the model: float, normalised, channels_last.
         const auto before = Clock::now();
         auto x = to_model_input(batch.images, norm, channels_last);
         if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
-        if (++seen == a.warmup) start = Clock::now();
+        last = x;
+        if (++seen == a.warmup) {
+          if (target.is_cuda()) x.sum().item<float>();  // the warm-up's device work done before the clock starts
+          start = Clock::now();
+        }
         if (seen > a.warmup) {
-          images += batch.labels.ne(kDroppedLabel).sum().item<int64_t>();
+          images += batch.labels.size(0);  // read, decoded or found unreadable: no device sync to count them
           normalize_s += seconds_since(before);
         }
         return seen < total;
       });
     }
+    if (target.is_cuda() && last.defined()) last.sum().item<float>();  // the last batch's device work, timed
+    out["decode"] = enum_name(decode_devices(), decode.where);
+    if (const CudaMemory m = cuda_peak_memory(target); m.known) out["cuda_peak_allocated_mib"] = m.peak_allocated_mib;
     images_per_s = static_cast<double>(images) / seconds_since(start);
     out["mode"] = a.eval ? "eval_pipeline" : "pipeline";
     out["images"] = images;
@@ -121,8 +144,11 @@ int run_data_bench(const DataBenchArgs& a) {
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("%s: %.1f images/s (%lld images, %zu threads), peak RSS %.0f MiB\n",
-                a.decode_only ? "decode only (full size)" : a.eval ? "eval pipeline" : "train pipeline", images_per_s,
-                static_cast<long long>(out["images"].get<int64_t>()), std::max<size_t>(1, workers), peak_rss_mib());
+                a.decode_only ? "decode only (full size)"
+                : a.eval      ? "eval pipeline"
+                              : "train pipeline",
+                images_per_s, static_cast<long long>(out["images"].get<int64_t>()), std::max<size_t>(1, workers),
+                peak_rss_mib());
     if (!a.decode_only)
       std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
                   out["normalize_ms_per_batch"].get<double>());
@@ -132,15 +158,16 @@ int run_data_bench(const DataBenchArgs& a) {
 
 void add_data_bench_command(CLI::App& bench, Commands& commands) {
   auto args = std::make_shared<DataBenchArgs>();
-  CLI::App* cmd =
-      bench.add_subcommand("data", "images/s of a config's training or evaluation input pipeline, or of the decode alone");
+  CLI::App* cmd = bench.add_subcommand(
+      "data", "images/s of a config's training or evaluation input pipeline, or of the decode alone");
   add_config_options(*cmd, args->config, args->overrides, "config whose data section is timed", /*required=*/true);
   cmd->add_option("--warmup", args->warmup, "untimed batches first")->capture_default_str();
   cmd->add_option("--batches", args->batches, "timed batches")->capture_default_str();
   cmd->add_flag("--decode-only", args->decode_only,
                 "time only reading and full-size decoding of the same files, on data.workers threads");
-  cmd->add_flag("--eval", args->eval,
-                "time the evaluation pipeline (eval split, eval transforms, data.eval_batch_size, a new loader per pass)")
+  cmd->add_flag(
+         "--eval", args->eval,
+         "time the evaluation pipeline (eval split, eval transforms, data.eval_batch_size, a new loader per pass)")
       ->excludes("--decode-only");
   add_json_flag(*cmd, args->json);
   commands.push_back({cmd, [args] { return run_data_bench(*args); }});

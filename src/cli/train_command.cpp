@@ -23,13 +23,13 @@ namespace trainer {
 namespace {
 
 struct TrainArgs {
-  std::string config;                  // --config FILE
-  std::vector<std::string> overrides;  // --set KEY=VALUE, in order
-  std::string resume;                  // --resume CHECKPOINT
-  std::string output_dir;              // --output-dir DIR: the run folder itself
-  bool smoke = false;                  // --smoke
-  int64_t stop_after_epoch = 0;        // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
-  int64_t stop_after_step = 0;         // --stop-after-step N: save and stop after optimizer step N, mid-epoch
+  std::string config;                     // --config FILE
+  std::vector<std::string> overrides;     // --set KEY=VALUE, in order
+  std::string resume;                     // --resume CHECKPOINT
+  std::string output_dir;                 // --output-dir DIR: the run folder itself
+  bool smoke = false;                     // --smoke
+  int64_t stop_after_epoch = 0;           // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
+  int64_t stop_after_step = 0;            // --stop-after-step N: save and stop after optimizer step N, mid-epoch
   std::optional<int64_t> nproc_per_node;  // --nproc-per-node N: start N processes here (distributed/launcher)
 };
 

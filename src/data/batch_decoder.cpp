@@ -38,17 +38,10 @@ torch::Tensor resize_rgb(const torch::Tensor& rgb, Interpolation interpolation, 
 class CpuBatchDecoder final : public BatchDecoder {
  public:
   void decode(ImageBatch& batch) override {
-    std::vector<std::pair<size_t, std::string>> failed;
-    for (size_t b = 0; b < batch.encoded.size(); ++b) {
-      if (!batch.encoded[b].deferred()) continue;
-      try {
-        render_on_cpu(batch.encoded[b], batch.images[static_cast<int64_t>(b)]);
-      } catch (const DataError& e) {
-        failed.emplace_back(b, e.message());
-      }
-    }
-    settle_failed_slots(batch, failed);
-    batch.encoded.clear();
+    std::vector<size_t> deferred;
+    for (size_t b = 0; b < batch.encoded.size(); ++b)
+      if (batch.encoded[b].deferred()) deferred.push_back(b);
+    finish_on_cpu(batch, deferred);
   }
   std::string describe() const override { return "CPU"; }
 };
@@ -58,8 +51,9 @@ class CpuBatchDecoder final : public BatchDecoder {
 #ifndef TRAINER_NVJPEG
 bool nvjpeg_built() { return false; }
 std::unique_ptr<BatchDecoder> make_nvjpeg_decoder(const torch::Device&) {
-  throw UsageError("data.decode cuda: this trainer was built without nvJPEG (nvjpeg.h was not found when it was "
-                   "built; Debian: nvidia-cuda-dev, with the CUDA build of LibTorch); use data.decode auto or cpu");
+  throw UsageError(
+      "data.decode cuda: this trainer was built without nvJPEG (nvjpeg.h was not found when it was "
+      "built; Debian: nvidia-cuda-dev, with the CUDA build of LibTorch); use data.decode auto or cpu");
 }
 #endif
 
@@ -68,13 +62,15 @@ std::unique_ptr<BatchDecoder> make_batch_decoder(DecodeDevice where, const torch
   return std::make_unique<CpuBatchDecoder>();
 }
 
-void render_decoded(const torch::Tensor& decoded, int64_t top, int64_t left, const EncodedImage& e, torch::Tensor slot) {
+void render_decoded(const torch::Tensor& decoded, int64_t top, int64_t left, const EncodedImage& e,
+                    torch::Tensor slot) {
   const int64_t size_h = slot.size(0), size_w = slot.size(1);
   torch::Tensor out;
   if (e.plan.resized.width > 0) {
     // Eval: the whole image resized, then the center crop of that (torchvision's Resize + CenterCrop).
     const ResizedCrop& r = e.plan.resized;
-    out = resize_rgb(decoded, e.spec.interpolation, r.height, r.width).narrow(0, r.top, size_h).narrow(1, r.left, size_w);
+    out =
+        resize_rgb(decoded, e.spec.interpolation, r.height, r.width).narrow(0, r.top, size_h).narrow(1, r.left, size_w);
   } else {
     // Train: the box (whole pixels) cut out of the decoded region, resized to the output (resized_crop).
     const CropBox& box = e.plan.box;
@@ -86,6 +82,10 @@ void render_decoded(const torch::Tensor& decoded, int64_t top, int64_t left, con
   slot.copy_(out, /*non_blocking=*/true);
 }
 
+namespace {
+
+// Decodes `e` on the CPU exactly as the CPU path would into `slot` (any device); DataError naming the file when
+// it cannot be decoded.
 void render_on_cpu(const EncodedImage& e, torch::Tensor slot) {
   const int64_t h = slot.size(0), w = slot.size(1);
   auto host = torch::empty({h, w, 3}, torch::kUInt8);
@@ -94,6 +94,21 @@ void render_on_cpu(const EncodedImage& e, torch::Tensor slot) {
   render(decode_image(e.bytes, e.info, 3, reduction, fs::path(e.name)), e.info.height, e.info.width, e.plan, e.spec,
          out);
   slot.copy_(host);
+}
+
+}  // namespace
+
+void finish_on_cpu(ImageBatch& batch, const std::vector<size_t>& slots) {
+  std::vector<std::pair<size_t, std::string>> failed;
+  for (size_t b : slots) {
+    try {
+      render_on_cpu(batch.encoded[b], batch.images[static_cast<int64_t>(b)]);
+    } catch (const DataError& e) {
+      failed.emplace_back(b, e.message());
+    }
+  }
+  settle_failed_slots(batch, failed);
+  batch.encoded.clear();
 }
 
 void settle_failed_slots(ImageBatch& batch, const std::vector<std::pair<size_t, std::string>>& failed) {
@@ -116,7 +131,8 @@ void settle_failed_slots(ImageBatch& batch, const std::vector<std::pair<size_t, 
     int64_t other = -1;
     for (int64_t k = 1; k < n && other < 0; ++k)
       if (!bad_slot[static_cast<size_t>((slot + k) % n)]) other = (slot + k) % n;
-    if (other < 0) throw DataError("no image of a batch of " + std::to_string(n) + " could be decoded; the last: " + message);
+    if (other < 0)
+      throw DataError("no image of a batch of " + std::to_string(n) + " could be decoded; the last: " + message);
     batch.images[slot].copy_(batch.images[other]);
     batch.labels[slot].copy_(batch.labels[other]);
   }

@@ -14,11 +14,13 @@ DecodeChoice choose_decode(const Config& c, const torch::Device& device, bool nv
     return {DecodeDevice::cpu, "cpu (data.kind " + enum_name(data_kinds(), c.data.kind) + " has no image files)"};
   if (asked == DecodeDevice::cuda) {
     if (!nvjpeg_available)
-      throw ConfigError(key + ": this trainer was built without nvJPEG (nvjpeg.h was not found when it was built; "
-                              "Debian: nvidia-cuda-dev with the CUDA LibTorch); use auto or cpu");
+      throw ConfigError(key +
+                        ": this trainer was built without nvJPEG (nvjpeg.h was not found when it was built; "
+                        "Debian: nvidia-cuda-dev with the CUDA LibTorch); use auto or cpu");
     if (!device.is_cuda())
-      throw ConfigError(key + ": the run is on " + device.str() + ", and nvJPEG decodes on a CUDA device; use auto "
-                              "or cpu");
+      throw ConfigError(key + ": the run is on " + device.str() +
+                        ", and nvJPEG decodes on a CUDA device; use auto "
+                        "or cpu");
   } else if (!nvjpeg_available || !device.is_cuda()) {
     return {DecodeDevice::cpu, std::string("cpu (data.decode auto: ") +
                                    (device.is_cuda() ? "this build has no nvJPEG)" : "the run is on the CPU)")};

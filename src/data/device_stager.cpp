@@ -48,8 +48,8 @@ ImageBatch DeviceStager::stage(ImageBatch& host) {
 #ifdef TRAINER_CUDA
   if (side_) {
     const c10::cuda::CUDAStreamGuard guard(side_->stream);
-    ImageBatch out = finish({host.images.to(device_, /*non_blocking=*/true),
-                             host.labels.to(device_, /*non_blocking=*/true), host.erase});
+    ImageBatch out = finish(
+        {host.images.to(device_, /*non_blocking=*/true), host.labels.to(device_, /*non_blocking=*/true), host.erase});
     side_->copied.record(side_->stream);
     return out;
   }

@@ -25,7 +25,8 @@ bool FolderSource::read_or_defer(size_t i, const ReadContext& context, cv::Mat& 
   return read_sample(i, context, out, /*defer=*/true, deferred);
 }
 
-bool FolderSource::read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer, EncodedImage& deferred) const {
+bool FolderSource::read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer,
+                               EncodedImage& deferred) const {
   const fs::path path = file(i);
   std::vector<uint8_t> bytes = read_file_bytes(path);
   const ImageInfo info = probe_image(bytes);

@@ -81,8 +81,9 @@ std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> sour
   order.batch_size = batch_size;
   order.shuffle = false;
   // Unreadable images are dropped, not replaced: a duplicate of another image would bias the figures.
-  return make_loader(BatchDataset(std::move(source), pin_memory, {}, std::move(bad), BadSlot::drop, nullptr, defer_decode),
-                     EpochSampler(order), batch_size, workers, prefetch);
+  return make_loader(
+      BatchDataset(std::move(source), pin_memory, {}, std::move(bad), BadSlot::drop, nullptr, defer_decode),
+      EpochSampler(order), batch_size, workers, prefetch);
 }
 
 }  // namespace trainer

@@ -65,7 +65,8 @@ struct Job {
 
 class NvjpegDecoder final : public BatchDecoder {
  public:
-  explicit NvjpegDecoder(const torch::Device& device) : device_(device.index() < 0 ? torch::Device(torch::kCUDA, 0) : device) {
+  explicit NvjpegDecoder(const torch::Device& device)
+      : device_(device.index() < 0 ? torch::Device(torch::kCUDA, 0) : device) {
     const c10::cuda::CUDAGuard guard(device_);
     // The JPEG engines first (A100, H100, H200: nvJPEG decodes the batch there, a crop's region only); GPUs
     // without them (consumer cards) say so with ARCH_MISMATCH and get the hybrid GPU decoder.
@@ -112,16 +113,7 @@ class NvjpegDecoder final : public BatchDecoder {
       for (const Job& j : jobs) cpu.push_back(j.slot);
     // The CPU path, one image at a time: rare, as the workers already left progressive, CMYK and unusual
     // samplings to the CPU; a damaged file fails there too and is named.
-    std::vector<std::pair<size_t, std::string>> failed;
-    for (size_t b : cpu) {
-      try {
-        render_on_cpu(batch.encoded[b], batch.images[static_cast<int64_t>(b)]);
-      } catch (const DataError& e) {
-        failed.emplace_back(b, e.message());
-      }
-    }
-    settle_failed_slots(batch, failed);
-    batch.encoded.clear();
+    finish_on_cpu(batch, cpu);
   }
 
  private:
@@ -132,7 +124,8 @@ class NvjpegDecoder final : public BatchDecoder {
       return false;
     set_params(scratch_params(), r, e);
     int not_supported = 1;  // nvJPEG's convention: 0 means supported
-    return nvjpegDecodeBatchedSupportedEx(handle_, stream_, scratch_params(), &not_supported) == NVJPEG_STATUS_SUCCESS &&
+    return nvjpegDecodeBatchedSupportedEx(handle_, stream_, scratch_params(), &not_supported) ==
+               NVJPEG_STATUS_SUCCESS &&
            not_supported == 0;
   }
 
@@ -183,8 +176,9 @@ class NvjpegDecoder final : public BatchDecoder {
       initialized_for_ = static_cast<int>(n);
     }
     const nvjpegStatus_t s =
-        hardware_ ? nvjpegDecodeBatchedEx(handle_, state_, data.data(), lengths.data(), out.data(), params_.data(), stream)
-                  : nvjpegDecodeBatched(handle_, state_, data.data(), lengths.data(), out.data(), stream);
+        hardware_
+            ? nvjpegDecodeBatchedEx(handle_, state_, data.data(), lengths.data(), out.data(), params_.data(), stream)
+            : nvjpegDecodeBatched(handle_, state_, data.data(), lengths.data(), out.data(), stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
       initialized_for_ = -1;  // a failed batch resets the state before the next one
       return false;
@@ -205,9 +199,9 @@ class NvjpegDecoder final : public BatchDecoder {
   nvjpegJpegState_t state_ = nullptr;
   nvjpegJpegStream_t stream_ = nullptr;
   std::vector<nvjpegDecodeParams_t> params_;  // one per image of the largest batch so far
-  nvjpegDecodeParams_t scratch_ = nullptr;     // for the support checks
-  bool regions_ = true;                        // decode crop regions (until the hardware refuses a batch of them)
-  int initialized_for_ = -1;  // the batch size nvjpegDecodeBatchedInitialize was last called with
+  nvjpegDecodeParams_t scratch_ = nullptr;    // for the support checks
+  bool regions_ = true;                       // decode crop regions (until the hardware refuses a batch of them)
+  int initialized_for_ = -1;                  // the batch size nvjpegDecodeBatchedInitialize was last called with
 };
 
 }  // namespace

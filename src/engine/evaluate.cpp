@@ -53,8 +53,7 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   const int64_t classes = static_cast<int64_t>(data->class_names().size());
   torch::Tensor confusion = options.confusion ? torch::zeros({classes * classes}, torch::kInt64) : torch::Tensor();
   EvalResult result;
-  for_each_device_batch(*loader, options.device, options.decoder.get(), std::numeric_limits<size_t>::max(),
-                        [&](ImageBatch& batch) {
+  for_each_device_batch(*loader, options.device, options.decoder.get(), [&](ImageBatch& batch) {
     const auto x = to_model_input(batch.images, options.norm, options.channels_last);
     const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
     const torch::Tensor logits = float_logits(model, x, options.device.type(), options.autocast);

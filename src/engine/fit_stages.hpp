@@ -43,9 +43,9 @@ struct FitRun {
   ProgressLine progress;
   StopSignals stop;
   std::unique_ptr<StopVote> stop_vote;  // data-parallel: the ranks' agreement to stop (null: one process)
-  spdlog::logger& log;       // console and train.log
-  spdlog::logger& step_log;  // the step lines: train.log alone while the console shows the progress line
-  double lr = 0.0;           // the learning rate of the latest optimizer step
+  spdlog::logger& log;                  // console and train.log
+  spdlog::logger& step_log;             // the step lines: train.log alone while the console shows the progress line
+  double lr = 0.0;                      // the learning rate of the latest optimizer step
 
   double lr_now() const;  // the schedule's rate for the next optimizer step
 };

@@ -1,8 +1,8 @@
 // data.decode cuda on a GPU: nvJPEG's batches against the CPU path, files it does not take in the same batches,
 // a damaged file, and repeatability (what exact resume needs). Skipped without a CUDA device or without nvJPEG.
 #include <gtest/gtest.h>
-#include <opencv2/imgcodecs.hpp>
 #include <torch/torch.h>
+#include <opencv2/imgcodecs.hpp>
 
 #include <cstdio>
 
@@ -18,8 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#define REQUIRE_NVJPEG()                                                  \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";     \
+#define REQUIRE_NVJPEG()                                              \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device"; \
   if (!nvjpeg_built()) GTEST_SKIP() << "this build has no nvJPEG"
 
 const torch::Device kGpu(torch::kCUDA, 0);

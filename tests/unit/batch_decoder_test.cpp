@@ -75,7 +75,8 @@ TEST(DecodeChoice, WhereTheJpegsAreDecodedAndWhy) {
   const DecodeChoice on_cpu = choose_decode(decode_config("auto"), cpu, true);
   EXPECT_FALSE(on_cpu.gpu());
   EXPECT_EQ(on_cpu.reason, "cpu (data.decode auto: the run is on the CPU)");
-  EXPECT_EQ(choose_decode(decode_config("auto"), cuda, false).reason, "cpu (data.decode auto: this build has no nvJPEG)");
+  EXPECT_EQ(choose_decode(decode_config("auto"), cuda, false).reason,
+            "cpu (data.decode auto: this build has no nvJPEG)");
   const DecodeChoice gpu = choose_decode(decode_config("auto"), cuda, true);
   EXPECT_TRUE(gpu.gpu());
   EXPECT_EQ(gpu.reason, "cuda (data.decode auto: nvJPEG on cuda:0)");
@@ -101,8 +102,7 @@ TEST(DecodeChoice, CudaWithoutNvjpegOrWithoutADeviceIsAConfigError) {
             }),
             "config: data.decode: \"cuda\" decodes image files; data.kind mnist has none (use auto or cpu)");
   if (!nvjpeg_built()) {
-    EXPECT_NE(testing::error_of<UsageError>([] { make_batch_decoder(DecodeDevice::cuda, torch::kCUDA); }),
-              "no error");
+    EXPECT_NE(testing::error_of<UsageError>([] { make_batch_decoder(DecodeDevice::cuda, torch::kCUDA); }), "no error");
   }
 }
 
@@ -209,7 +209,8 @@ TEST(BatchDecoder, TheGpuGeometryIsCloseToThePillowExactPath) {
 TEST(BatchDecoder, UndecodableSlotsAreRecordedThenReplacedOrDropped) {
   for (const bool drop : {false, true}) {
     ImageBatch batch{torch::arange(3 * 2 * 2 * 3, torch::kInt64).to(torch::kUInt8).view({3, 2, 2, 3}),
-                     torch::tensor({4, 5, 6}, torch::kInt64), {}};
+                     torch::tensor({4, 5, 6}, torch::kInt64),
+                     {}};
     batch.encoded.resize(3);
     batch.encoded[1].index = 17;
     batch.bad = std::make_shared<BadSamples>("train", 100, 1.0, nullptr);
@@ -229,7 +230,9 @@ TEST(BatchDecoder, UndecodableSlotsAreRecordedThenReplacedOrDropped) {
   ImageBatch one{torch::zeros({1, 2, 2, 3}, torch::kUInt8), torch::tensor({4}, torch::kInt64), {}};
   one.encoded.resize(1);
   one.bad = std::make_shared<BadSamples>("train", 100, 1.0, nullptr);
-  EXPECT_EQ(testing::error_of<DataError>([&] { settle_failed_slots(one, {{0, "a.JPEG: bad"}}); }),
+  EXPECT_EQ(testing::error_of<DataError>([&] {
+              settle_failed_slots(one, {{0, "a.JPEG: bad"}});
+            }),
             "data: no image of a batch of 1 could be decoded; the last: a.JPEG: bad");
 }
 

@@ -76,8 +76,8 @@ struct DataBenchArgs {
   int64_t warmup = 2;                  // untimed batches first (threads start, caches warm)
   int64_t batches = 20;
   bool decode_only = false;
-  bool eval = false;                   // --eval: the evaluation pipeline (eval split and transforms, a new
-                                       // loader per pass over the split, as each evaluation makes one)
+  bool eval = false;  // --eval: the evaluation pipeline (eval split and transforms, a new
+                      // loader per pass over the split, as each evaluation makes one)
   bool json = false;
 };
 

@@ -47,9 +47,10 @@ std::unique_ptr<BatchDecoder> make_nvjpeg_decoder(const torch::Device& device);
 // `slot` (uint8 [H, W, 3]). Train plans resize their box; eval plans resize the whole image, then crop.
 void render_decoded(const torch::Tensor& decoded, int64_t top, int64_t left, const EncodedImage& e, torch::Tensor slot);
 
-// Decodes `e` on the CPU exactly as the CPU path would (decode_image + render) into `slot` (any device); throws
-// DataError naming the file when it cannot be decoded.
-void render_on_cpu(const EncodedImage& e, torch::Tensor slot);
+// How every decoder ends a batch: the deferred `slots` it leaves to the CPU (all of them for the CPU decoder; what
+// nvJPEG refused) decoded exactly as the CPU path would (decode_image + render), the ones no decoder could read
+// settled (settle_failed_slots), and batch.encoded cleared.
+void finish_on_cpu(ImageBatch& batch, const std::vector<size_t>& slots);
 
 // Deferred slots that could not be decoded: recorded in `batch`'s bad-sample list, then dropped (eval) or given
 // another slot's image and label (train). Throws DataError when no slot of the batch could be decoded.

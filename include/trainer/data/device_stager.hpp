@@ -12,8 +12,8 @@
 #include <memory>
 #include <optional>
 
-#include "trainer/data/batch_decoder.hpp"
 #include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/batch_decoder.hpp"
 #include "trainer/data/loaders.hpp"
 
 namespace trainer {
@@ -66,6 +66,10 @@ void for_each_device_batch(Loader& loader, const torch::Device& device, BatchDec
 template <class F>
 void for_each_device_batch(Loader& loader, const torch::Device& device, size_t count, F&& f) {
   for_each_device_batch(loader, device, nullptr, count, f);
+}
+template <class F>
+void for_each_device_batch(Loader& loader, const torch::Device& device, BatchDecoder* decoder, F&& f) {
+  for_each_device_batch(loader, device, decoder, std::numeric_limits<size_t>::max(), f);
 }
 template <class F>
 void for_each_device_batch(Loader& loader, const torch::Device& device, F&& f) {

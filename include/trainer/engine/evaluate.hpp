@@ -10,8 +10,8 @@
 #include <optional>
 
 #include "trainer/config/config.hpp"
-#include "trainer/data/batch_decoder.hpp"
 #include "trainer/data/batch_dataset.hpp"
+#include "trainer/data/batch_decoder.hpp"
 #include "trainer/data/image_source.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/model_input.hpp"

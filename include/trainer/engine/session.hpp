@@ -11,9 +11,9 @@
 #include <optional>
 
 #include "trainer/config/config.hpp"
+#include "trainer/data/bad_samples.hpp"
 #include "trainer/data/batch_decoder.hpp"
 #include "trainer/data/decode_choice.hpp"
-#include "trainer/data/bad_samples.hpp"
 #include "trainer/data/image_source.hpp"
 #include "trainer/data/loaders.hpp"
 #include "trainer/data/model_input.hpp"
@@ -49,8 +49,8 @@ struct Session {
   std::shared_ptr<const ImageSource> eval_data;
   std::shared_ptr<BadSamples> train_bad;  // unreadable images met so far, per split
   std::shared_ptr<BadSamples> eval_bad;
-  bool drop_last = false;  // data.drop_last resolved for this model (data/last_batch.hpp)
-  DecodeChoice decode;     // data.decode resolved for this device and augmentation
+  bool drop_last = false;                 // data.drop_last resolved for this model (data/last_batch.hpp)
+  DecodeChoice decode;                    // data.decode resolved for this device and augmentation
   std::shared_ptr<BatchDecoder> decoder;  // decode on the GPU: finishes the batches the workers left encoded
   ClassifierPtr model;
   KernelLayout layout;  // model.channels_last resolved and self-checked for this device
