@@ -72,10 +72,11 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   return run;
 }
 
-FitResult fit(Session& s, FitLimits limits) {
-  FitRun r(s, limits);
-  log_start(r);
-  FitResult result;
+namespace {
+
+// The epochs from the session's position to the last one (or a stop).
+void run_epochs(FitRun& r, FitResult& result) {
+  Session& s = r.s;
   for (int64_t epoch = s.state.epoch; epoch < r.plan.last_epoch; ++epoch) {
     // ---- one epoch of optimizer steps, logged every train.log_every steps; a stop saves and ends the run ----
     const EpochRun run = run_epoch(r, epoch);
@@ -91,6 +92,20 @@ FitResult fit(Session& s, FitLimits limits) {
     draw_curves(r);
     // ---- every checkpoint_every epochs, after the last and on a new best: last.pt, best.pt, epoch-E.pt ----
     save_epoch_checkpoint(r, improved);
+  }
+}
+
+}  // namespace
+
+FitResult fit(Session& s, FitLimits limits) {
+  FitRun r(s, limits);
+  log_start(r);
+  FitResult result;
+  try {
+    run_epochs(r, result);
+  } catch (const WriteError& e) {
+    // A full or failing disk: the file and the cause, then what is safe to resume from.
+    throw WriteError(e.message() + r.checkpoints.last_good());
   }
   result.state = s.state;
   return result;

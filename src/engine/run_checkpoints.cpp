@@ -6,6 +6,7 @@
 #include "trainer/config/load.hpp"
 #include "trainer/distributed/rank_generators.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/write_error.hpp"
 
 namespace trainer {
 
@@ -38,8 +39,9 @@ RunCheckpoints::RunCheckpoints(const Session& s)
 
 std::string RunCheckpoints::last_good() const {
   if (dir_.empty()) return std::string();  // a rank other than 0: rank 0's error says
-  return fs::exists(last_) ? "; the last good checkpoint is " + last_.string()
-                           : std::string("; no checkpoint was written yet");
+  return fs::exists(last_)
+             ? "; the last good checkpoint is " + last_.string() + " (trainer --resume " + last_.string() + ")"
+             : std::string("; no checkpoint was written yet");
 }
 
 void RunCheckpoints::save(const Session& s, const std::vector<fs::path>& also) {
@@ -58,6 +60,14 @@ void RunCheckpoints::write(const Session& s, const std::vector<fs::path>& also, 
   meta.input = s.train_data->shape();
   meta.scaler = s.scaler.enabled() ? s.scaler.state() : nlohmann::json();
   meta.ema_updates = s.ema ? s.ema->updates() : 0;
+  // Said once, before the write that may fail: the run goes on until a write really does.
+  std::error_code ec;
+  const auto free = free_bytes(dir_);
+  if (const auto size = fs::file_size(last_, ec); !ec && free && *free < size && !warned_low_space_) {
+    warned_low_space_ = true;
+    s.logs.main->warn("{} free in {}, less than the last checkpoint ({}): the next save may fail", byte_size(*free),
+                      dir_.string(), byte_size(size));
+  }
   try {
     save_checkpoint(last_, meta, {*s.model, *s.optimizer, s.ema ? &s.ema->model() : nullptr}, ranks);
   } catch (const TrainError& e) {

@@ -7,6 +7,7 @@
 
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
+#include "trainer/util/write_error.hpp"
 
 namespace trainer {
 
@@ -68,10 +69,14 @@ MetricsSink::MetricsSink(const fs::path& run_dir, std::optional<int64_t> resume_
   const fs::path csv = run_dir / "metrics.csv", jsonl = run_dir / "metrics.jsonl";
   if (resume_step && fs::exists(jsonl)) truncate_after(jsonl, csv, *resume_step);
   const bool fresh = !resume_step || !fs::exists(csv);
+  csv_path_ = csv;
+  jsonl_path_ = jsonl;
   csv_.open(csv, fresh ? std::ios::trunc : std::ios::app);
+  check_written(csv_, csv);
   jsonl_.open(jsonl, fresh ? std::ios::trunc : std::ios::app);
-  if (!csv_ || !jsonl_) throw Error("cannot write metrics files in " + run_dir.string(), 1);
-  if (fresh) csv_ << header() << '\n';
+  check_written(jsonl_, jsonl);
+  if (fresh) csv_ << header() << '\n' << std::flush;
+  check_written(csv_, csv);
   if (tensorboard) tensorboard_ = std::make_unique<TensorBoardWriter>(run_dir / "tb", resume_step);
 }
 
@@ -87,7 +92,9 @@ void MetricsSink::write(const MetricsRow& r) {
     j[c.name] = value;
   }
   csv_ << line.str() << '\n' << std::flush;
+  check_written(csv_, csv_path_);
   jsonl_ << j.dump() << '\n' << std::flush;
+  check_written(jsonl_, jsonl_path_);
   if (tensorboard_) tensorboard_->write_scalars(r.step, tensorboard_scalars(r));
 }
 

@@ -9,6 +9,7 @@
 
 #include "trainer/io/tfrecord.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/write_error.hpp"
 
 namespace trainer {
 
@@ -133,7 +134,7 @@ TensorBoardWriter::TensorBoardWriter(const fs::path& dir, std::optional<int64_t>
   for (int n = 1; fs::exists(file_) || std::find(earlier.begin(), earlier.end(), file_) != earlier.end(); ++n)
     file_ = dir / (name + "." + std::to_string(n));
   out_.open(file_, std::ios::binary | std::ios::trunc);
-  if (!out_) throw Error("cannot write " + file_.string(), 1);
+  check_written(out_, file_);
   append(encode_file_version_event(wall));
   std::vector<fs::path> folded;
   for (const auto& old : earlier) {
@@ -148,7 +149,7 @@ TensorBoardWriter::TensorBoardWriter(const fs::path& dir, std::optional<int64_t>
     folded.push_back(old);
   }
   out_.flush();
-  if (!out_) throw Error("cannot write " + file_.string(), 1);
+  check_written(out_, file_);
   // The kept events are safely in the new file before the old ones go.
   for (const auto& old : folded) fs::remove(old, ec);
 }
@@ -160,6 +161,7 @@ void TensorBoardWriter::write_scalars(int64_t step, const Scalars& values) {
   if (finite.empty()) return;
   append(encode_scalars_event(now_seconds(), step, finite));
   out_.flush();
+  check_written(out_, file_);
 }
 
 void TensorBoardWriter::append(const std::string& event) {

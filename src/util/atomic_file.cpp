@@ -8,11 +8,10 @@
 #include <string>
 
 #include "trainer/util/error.hpp"
+#include "trainer/util/write_error.hpp"
 
 namespace trainer {
 namespace {
-
-std::string errno_text() { return std::strerror(errno); }
 
 // Closes the descriptor and removes the temporary file unless the write was committed.
 struct TempFile {
@@ -35,30 +34,37 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
   TempFile tmp;
   tmp.path = dir / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
   tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (tmp.fd < 0) throw Error("cannot create " + tmp.path.string() + ": " + errno_text(), 1);
+  if (tmp.fd < 0) throw write_failure(path, errno);
 
+  // The sink never fails: after the first failed write it only counts, and the failure is raised once the
+  // producer is done. LibTorch's zip writer, handed a sink that throws, throws again from its destructor and
+  // aborts the process (a full disk used to end a run with "terminate called" and a stack trace).
+  int failure = 0;
+  uint64_t produced = 0;
   const ByteSink sink = [&](const void* data, size_t size) -> size_t {
+    produced += size;
     const char* p = static_cast<const char*>(data);
-    size_t left = size;
+    size_t left = failure == 0 ? size : 0;
     while (left > 0) {
       const ssize_t n = ::write(tmp.fd, p, left);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw Error("cannot write " + path.string() + ": " + errno_text(), 1);
+      if (n < 0) {
+        failure = errno;
+        break;
+      }
       p += n;
       left -= static_cast<size_t>(n);
     }
     return size;
   };
   produce(sink);
+  if (failure != 0) throw write_failure(path, failure, produced);
 
-  if (::fsync(tmp.fd) != 0) throw Error("cannot flush " + path.string() + ": " + errno_text(), 1);
-  if (::close(tmp.fd) != 0) {
-    tmp.fd = -1;
-    throw Error("cannot close " + path.string() + ": " + errno_text(), 1);
-  }
+  if (::fsync(tmp.fd) != 0) throw write_failure(path, errno, produced);
+  const int closed = ::close(tmp.fd);
   tmp.fd = -1;
-  if (::rename(tmp.path.c_str(), path.c_str()) != 0)
-    throw Error("cannot replace " + path.string() + ": " + errno_text(), 1);
+  if (closed != 0) throw write_failure(path, errno, produced);
+  if (::rename(tmp.path.c_str(), path.c_str()) != 0) throw write_failure(path, errno);
   tmp.committed = true;
   // The rename is durable only once the folder entry is on disk too.
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

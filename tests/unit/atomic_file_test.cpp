@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <torch/torch.h>
+
 #include <csignal>
 
 #include "support/fixtures.hpp"
@@ -61,6 +63,35 @@ TEST(AtomicFile, WriteFailureFromAFullDiskKeepsTheOldFile) {
   EXPECT_NE(message.find("cannot write " + (dir / "ck.pt").string()), std::string::npos) << message;
   EXPECT_EQ(read_text(dir / "ck.pt"), "good checkpoint");
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+// LibTorch's zip writer, given a sink that fails, throws again from its destructor and aborts the process. The
+// sink never fails; the write failure comes after the archive is done: a WriteError at every point of the file.
+TEST(AtomicFile, ALibTorchArchiveOnAFullDiskIsAWriteErrorNotAnAbort) {
+  TempDir dir;
+  write_string(dir / "ck.pt", "good checkpoint");
+  torch::serialize::OutputArchive archive;
+  archive.write("weights", torch::arange(200000, torch::kFloat));  // 800 KB
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  for (const rlim_t limit : {rlim_t{10}, rlim_t{4096}, rlim_t{300000}, rlim_t{799000}}) {
+    rlimit small = saved;
+    small.rlim_cur = limit;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    std::string message;
+    try {
+      write_file_atomically(dir / "ck.pt", [&](const ByteSink& sink) { archive.save_to(sink); });
+    } catch (const WriteError& e) {
+      message = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    EXPECT_EQ(message.rfind("cannot write " + (dir / "ck.pt").string() + ": File too large (it needs ", 0), 0u)
+        << limit << ": " << message;
+    EXPECT_EQ(read_text(dir / "ck.pt"), "good checkpoint");
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+  }
+  std::signal(SIGXFSZ, old_handler);
 }
 
 TEST(AtomicFile, MissingFolderIsAnError) {

@@ -29,8 +29,8 @@ class RunCheckpoints {
   std::filesystem::path epoch(int64_t epoch) const { return dir_ / ("epoch-" + std::to_string(epoch) + ".pt"); }
   std::filesystem::path step(int64_t step) const { return dir_ / ("step-" + std::to_string(step) + ".pt"); }
 
-  // "; the last good checkpoint is RUN/last.pt" or "; no checkpoint was written yet": the end of an error
-  // message that stops a run.
+  // "; the last good checkpoint is RUN/last.pt (trainer --resume RUN/last.pt)" or "; no checkpoint was written
+  // yet": the end of an error message that stops a run.
   std::string last_good() const;
 
   // Writes last.pt from the session and gives it the names in `also`. A model that went non-finite is never
@@ -51,6 +51,7 @@ class RunCheckpoints {
   nlohmann::json resolved_config_;
   int64_t keep_last_;
   bool distributed_;  // every rank takes part in a save; rank 0 writes
+  bool warned_low_space_ = false;
 };
 
 }  // namespace trainer

@@ -55,6 +55,7 @@ class MetricsSink {
   void write(const MetricsRow& row);
 
  private:
+  std::filesystem::path csv_path_, jsonl_path_;
   std::ofstream csv_;
   std::ofstream jsonl_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;

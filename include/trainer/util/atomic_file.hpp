@@ -9,11 +9,14 @@
 
 namespace trainer {
 
-// Appends bytes to the temporary file; returns the count written (throws on failure).
+// Appends bytes to the temporary file; returns the count given. It never throws: a failed write is raised as a
+// WriteError once the producer has finished.
 using ByteSink = std::function<size_t(const void* data, size_t size)>;
 
 // Calls `produce` with a sink into a temporary file next to `path`, fsyncs it, renames it over `path` and
-// fsyncs the folder. On any exception the temporary file is removed and `path` is untouched.
+// fsyncs the folder. On any exception the temporary file is removed and `path` is untouched; a failed write
+// (no space, I/O error, read-only, quota) is a WriteError naming `path`, the cause, the bytes the file needs and
+// the free space there.
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(const ByteSink&)>& produce);
 
 }  // namespace trainer

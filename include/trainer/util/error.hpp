@@ -63,6 +63,13 @@ class ExportError : public Error {
   explicit ExportError(const std::string& m) : Error("export", m, 2) {}
 };
 
+// A file that could not be written (no space, an I/O error, a read-only folder, a quota): the message names the
+// file and the cause (write_error.hpp). Nothing half-written is left under the file's name.
+class WriteError : public Error {
+ public:
+  explicit WriteError(const std::string& m) : Error(m, 1) {}
+};
+
 // Training itself failed (for example a non-finite loss); the previous checkpoint is intact.
 class TrainError : public Error {
  public:

@@ -1,0 +1,96 @@
+// Runs on disks that fill up or fail: every failed write is one line naming the file and the cause, exit 1,
+// with the last good checkpoint and the command that resumes it; never an abort, a stack trace or a temporary
+// file left behind, and the last checkpoint still loads.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <regex>
+
+#include "e2e/e2e_support.hpp"
+#include "trainer/io/checkpoint.hpp"
+
+namespace trainer {
+namespace {
+
+using testing::TempDir;
+
+// Temporary files of atomic writes (".last.pt.tmp123") or of hard links ("best.pt.link") in `dir`.
+std::vector<std::string> leftovers(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(".tmp") != std::string::npos || name.find(".link") != std::string::npos) out.push_back(name);
+  }
+  return out;
+}
+
+// The one line a failed write ends a run with.
+void expect_one_line_write_error(const testing::CommandResult& r, const std::string& cause) {
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Exception raised from"), std::string::npos) << r.output;  // LibTorch's stack trace
+  const std::regex line("\nerror: cannot write [^\n]*: " + cause + "[^\n]*\n$");
+  EXPECT_TRUE(std::regex_search(r.output, line)) << r.output;
+}
+
+// A small tmpfs that fills during the second checkpoint (the first one and the old last.pt beside the new one
+// do not both fit). Needs root and a kernel that lets the test mount; skipped otherwise.
+TEST(Durability, AFullDiskStopsTheRunWithOneLineAndTheLastCheckpointResumes) {
+  testing::SmallRun run({{"train", {{"checkpoint_every_steps", 4}, {"epochs", 1}}}, {"run", {{"plot", false}}}});
+  const auto probe = testing::trainer_cli("--config " + run.config.string() + " --stop-after-step 4 -o " +
+                                          (run.dir / "probe").string());
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  const auto checkpoint_bytes = fs::file_size(run.dir / "probe" / "last.pt");
+  const fs::path disk = run.dir / "disk";
+  fs::create_directories(disk);
+  const std::string options = "size=" + std::to_string(checkpoint_bytes * 3 / 2 + 256 * 1024);
+  if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, options.c_str()) != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << std::strerror(errno);
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{disk};
+
+  const fs::path out = disk / "r";
+  const auto r = testing::trainer_cli("--config " + run.config.string() + " -o " + out.string());
+  expect_one_line_write_error(r, "No space left on device");
+  EXPECT_NE(r.output.find("(it needs "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; the last good checkpoint is " + (out / "last.pt").string() + " (trainer --resume " +
+                          (out / "last.pt").string() + ")"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(leftovers(out).empty()) << leftovers(out)[0];
+  const LoadedCheckpoint last(out / "last.pt");
+  EXPECT_EQ(last.meta().step, 4);
+}
+
+// A file-size limit (ulimit -f, SIGXFSZ ignored) makes writes fail at a chosen byte of whichever file crosses
+// it first: the resolved config, the log, metrics or TensorBoard events (limits of a few KiB) or a checkpoint
+// (up to its size), at points drawn at random.
+TEST(Durability, WritesFailingAtRandomPointsEndInOneLineAndNoTemporaryFiles) {
+  testing::SmallRun run({{"train", {{"checkpoint_every_steps", 3}, {"epochs", 1}}}, {"run", {{"plot", false}}}});
+  const auto probe = testing::trainer_cli("--config " + run.config.string() + " --stop-after-step 3 -o " +
+                                          (run.dir / "probe").string());
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  const auto checkpoint_kib = static_cast<int>(fs::file_size(run.dir / "probe" / "last.pt") / 1024);
+  std::mt19937 rng(20261205);
+  std::uniform_int_distribution<int> small(1, 6), large(8, checkpoint_kib - 1);
+  for (int i = 0; i < 6; ++i) {
+    const int limit = i % 2 ? large(rng) : small(rng);
+    const fs::path out = run.dir / ("r" + std::to_string(i));
+    const auto r = testing::run_command("bash -c \"trap '' XFSZ; ulimit -f " + std::to_string(limit) + "; " +
+                                        TRAINER_BIN + " --config " + run.config.string() + " -o " + out.string() +
+                                        "\"");
+    SCOPED_TRACE("ulimit -f " + std::to_string(limit) + " KiB");
+    expect_one_line_write_error(r, "File too large");
+    EXPECT_TRUE(leftovers(out).empty());
+    EXPECT_FALSE(fs::exists(out / "last.pt"));  // none complete: each is larger than the limit
+  }
+}
+
+}  // namespace
+}  // namespace trainer
