@@ -3,8 +3,10 @@
 #include <torch/serialize/output-archive.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <fstream>
 
+#include "trainer/io/tfrecord.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -55,6 +57,26 @@ struct MetaReader {
   }
 };
 
+// CRC-32C of a tensor's bytes (on the CPU, contiguous).
+std::string tensor_checksum(const torch::Tensor& t) {
+  const torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", crc32c(c.data_ptr(), c.nbytes()));
+  return hex;
+}
+
+std::string text_checksum(const std::string& text) {
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", crc32c(text.data(), text.size()));
+  return hex;
+}
+
+// "<section>/<name>" -> checksum of every parameter and buffer of `module`.
+void add_module_checksums(json& sums, const std::string& section, const torch::nn::Module& module) {
+  for (const auto& item : module.named_parameters()) sums[section + "/" + item.key()] = tensor_checksum(item.value());
+  for (const auto& item : module.named_buffers()) sums[section + "/" + item.key()] = tensor_checksum(item.value());
+}
+
 void check_finite(const torch::nn::Module& model, const fs::path& path) {
   for (const auto& item : model.named_parameters())
     if (!torch::isfinite(item.value()).all().item<bool>())
@@ -98,7 +120,12 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
   MetaWriter writer{j};
   CheckpointMeta(meta).visit(writer);  // visit() is not const: it visits a copy
   torch::serialize::OutputArchive archive;
-  archive.write("meta", c10::IValue(j.dump()));
+  const std::string meta_text = j.dump();
+  archive.write("meta", c10::IValue(meta_text));
+  // What a load checks the bytes against: the metadata, every weight (model and EMA) and the generator states.
+  json sums = {{"meta", text_checksum(meta_text)}};
+  add_module_checksums(sums, "model", modules.model);
+  if (modules.ema) add_module_checksums(sums, "ema", *modules.ema);
   torch::serialize::OutputArchive model_archive, optimizer_archive;
   modules.model.save(model_archive);
   modules.optimizer.save(optimizer_archive);
@@ -112,10 +139,12 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
   // Dropout on the GPU draws from each device's generator: saved too, so a resumed run draws the same masks.
   const auto generators = compat::GeneratorStates::capture();
   archive.write("rng_cpu", generators.cpu, /*is_buffer=*/true);
+  sums["rng_cpu"] = tensor_checksum(generators.cpu);
   for (size_t i = 0; i < generators.cuda.size(); ++i)
     archive.write("rng_cuda" + std::to_string(i), generators.cuda[i], /*is_buffer=*/true);
   if (ranks.cpu.defined()) archive.write("rng_ranks_cpu", ranks.cpu, /*is_buffer=*/true);
   if (ranks.cuda.defined()) archive.write("rng_ranks_cuda", ranks.cuda, /*is_buffer=*/true);
+  archive.write("checksums", c10::IValue(sums.dump()));
   write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
 }
 
@@ -160,6 +189,15 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
                           first_line(e.what_without_backtrace()) + ")");
   }
   if (!meta_value.isString()) throw CheckpointError(path.string() + ": not a trainer checkpoint (no metadata)");
+  c10::IValue sums_value;
+  if (archive_->try_read("checksums", sums_value) && sums_value.isString()) {
+    try {
+      checksums_ = json::parse(sums_value.toStringRef());
+    } catch (const json::exception&) {
+      throw CheckpointError(path.string() + ": damaged checksums section");
+    }
+    expect_checksum("meta", text_checksum(meta_value.toStringRef()));
+  }
   json j;
   try {
     j = json::parse(meta_value.toStringRef());
@@ -176,6 +214,23 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   }
 }
 
+void LoadedCheckpoint::expect_checksum(const std::string& key, const std::string& actual) const {
+  if (checksums_.is_null()) return;
+  const auto it = checksums_.find(key);
+  if (it == checksums_.end()) throw CheckpointError(path_.string() + ": " + key + " has no checksum (damaged file)");
+  if (it->get<std::string>() != actual)
+    throw CheckpointError(path_.string() + ": " + key +
+                          " does not match its checksum: the file was damaged after it was written (bit rot, an "
+                          "interrupted copy); use an earlier checkpoint or another copy");
+}
+
+void LoadedCheckpoint::verify_module(const std::string& section, const torch::nn::Module& module) const {
+  for (const auto& item : module.named_parameters())
+    expect_checksum(section + "/" + item.key(), tensor_checksum(item.value()));
+  for (const auto& item : module.named_buffers())
+    expect_checksum(section + "/" + item.key(), tensor_checksum(item.value()));
+}
+
 void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
   std::vector<std::string> problems;
   try {
@@ -190,6 +245,7 @@ void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
     throw CheckpointError(path_.string() +
                           ": model weights do not fit the model built from its config: " + problems.front() +
                           (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : ""));
+  verify_module("model", model);
 }
 
 void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) const {
@@ -207,6 +263,7 @@ void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) con
 void LoadedCheckpoint::restore_rng() const {
   torch::Tensor state;
   archive_->read("rng_cpu", state, /*is_buffer=*/true);
+  expect_checksum("rng_cpu", tensor_checksum(state));
   compat::set_cpu_rng_state(state);
   if (!torch::cuda::is_available()) return;
   for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
@@ -229,6 +286,7 @@ bool LoadedCheckpoint::restore_ema(torch::nn::Module& ema) const {
   restore_module(sub, ema, "", problems);
   if (!problems.empty())
     throw CheckpointError(path_.string() + ": EMA weights do not fit the model: " + problems.front());
+  verify_module("ema", ema);
   return true;
 }
 

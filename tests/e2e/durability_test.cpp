@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <regex>
 
@@ -90,6 +91,42 @@ TEST(Durability, WritesFailingAtRandomPointsEndInOneLineAndNoTemporaryFiles) {
     EXPECT_TRUE(leftovers(out).empty());
     EXPECT_FALSE(fs::exists(out / "last.pt"));  // none complete: each is larger than the limit
   }
+}
+
+// One bit flipped inside a weight tensor of a saved checkpoint (found by its bytes in the file): eval, resume and
+// export all refuse it, naming the tensor, where LibTorch alone would load the changed weights in silence.
+TEST(Durability, ACheckpointWithAFlippedBitIsRefusedNamingTheTensor) {
+  testing::SmallRun run({{"train", {{"epochs", 1}}}, {"run", {{"plot", false}}}});
+  const fs::path out = run.dir / "r";
+  ASSERT_EQ(testing::trainer_cli("--config " + run.config.string() + " --stop-after-step 3 -o " + out.string()).exit_code,
+            0);
+  // The bytes of fc1.weight's first 16 values, and where they sit in the file.
+  const LoadedCheckpoint good(out / "last.pt");
+  ASSERT_TRUE(good.has_checksums());
+  torch::serialize::InputArchive archive, model, fc1;
+  archive.load_from((out / "last.pt").string());
+  archive.read("model", model);
+  model.read("fc1", fc1);
+  torch::Tensor weight;
+  ASSERT_TRUE(fc1.try_read("weight", weight));
+  const auto* needle = static_cast<const char*>(weight.contiguous().data_ptr());
+  std::string bytes = testing::read_text(out / "last.pt");
+  const size_t at = bytes.find(std::string(needle, 64));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 37] ^= 0x10;
+  {
+    std::ofstream f(out / "last.pt", std::ios::binary | std::ios::trunc);
+    f << bytes;
+  }
+  const std::string refusal = (out / "last.pt").string() + ": model/fc1.weight does not match its checksum";
+  for (const std::string& command :
+       {"eval --checkpoint " + (out / "last.pt").string(), "--resume " + (out / "last.pt").string(),
+        "export --checkpoint " + (out / "last.pt").string() + " -o " + (run.dir / "w.safetensors").string()}) {
+    const auto r = testing::trainer_cli(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find(refusal), std::string::npos) << command << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(run.dir / "w.safetensors"));
 }
 
 }  // namespace

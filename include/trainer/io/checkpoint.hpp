@@ -1,6 +1,7 @@
 // One checkpoint = one file (LibTorch's serialize archive) holding everything a run needs to continue
 // exactly, also mid-epoch: format version, resolved config, progress (epoch, step, batch within the epoch),
-// best metric, loss-scaler state, class names, model, optimizer, EMA weights, CPU and CUDA RNG states.
+// best metric, loss-scaler state, class names, model, optimizer, EMA weights, CPU and CUDA RNG states, and the
+// CRC-32C checksums of the metadata, the weights and the CPU generator state, checked on every load.
 //   save_checkpoint(dir / "last.pt", meta, {*model, *optimizer, ema});      // atomic; refuses a non-finite model
 //   const LoadedCheckpoint ck("runs/x/last.pt"); ck.restore_model(*model);
 #pragma once
@@ -87,6 +88,9 @@ class LoadedCheckpoint {
 
   const std::filesystem::path& path() const { return path_; }
   const CheckpointMeta& meta() const { return meta_; }
+  // Whether the file carries checksums (CRC-32C of its metadata, every weight and the generator states), which
+  // the reads below check, naming the tensor that fails; files from before they existed load unchecked.
+  bool has_checksums() const { return !checksums_.is_null(); }
   // Both throw CheckpointError when names or shapes do not match the module built from the config.
   void restore_model(torch::nn::Module& model) const;
   void restore_optimizer(torch::optim::Optimizer& optimizer) const;
@@ -97,8 +101,12 @@ class LoadedCheckpoint {
   bool restore_ema(torch::nn::Module& ema) const;
 
  private:
+  void expect_checksum(const std::string& key, const std::string& actual) const;
+  void verify_module(const std::string& section, const torch::nn::Module& module) const;
+
   std::filesystem::path path_;
   CheckpointMeta meta_;
+  nlohmann::json checksums_;  // null: an older file without them
   std::shared_ptr<torch::serialize::InputArchive> archive_;
 };
 
