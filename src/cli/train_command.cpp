@@ -12,6 +12,7 @@
 #include "trainer/distributed/world.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/engine/fit.hpp"
+#include "trainer/engine/resume_point.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
@@ -25,7 +26,7 @@ namespace {
 struct TrainArgs {
   std::string config;                     // --config FILE
   std::vector<std::string> overrides;     // --set KEY=VALUE, in order
-  std::string resume;                     // --resume CHECKPOINT
+  std::string resume;                     // --resume CHECKPOINT, or auto
   std::string output_dir;                 // --output-dir DIR: the run folder itself
   bool smoke = false;                     // --smoke
   int64_t stop_after_epoch = 0;           // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
@@ -52,9 +53,14 @@ void write_resolved_config(const fs::path& run_dir, const Config& config) {
 }
 
 // A new run folder: refuses one that already holds a run, so nothing saved there is overwritten.
-fs::path prepare_new_run_dir(const Config& config, const std::string& output_dir) {
-  const fs::path dir = output_dir.empty() ? fs::path(config.run.output_dir) / config.run.name : fs::path(output_dir);
-  if (holds_run(dir))
+fs::path run_dir_of(const Config& config, const std::string& output_dir) {
+  return output_dir.empty() ? fs::path(config.run.output_dir) / config.run.name : fs::path(output_dir);
+}
+
+// `replace`: --resume auto found nothing usable there (no checkpoint, or only damaged ones): a new run may start.
+fs::path prepare_new_run_dir(const Config& config, const std::string& output_dir, bool replace = false) {
+  const fs::path dir = run_dir_of(config, output_dir);
+  if (!replace && holds_run(dir))
     throw UsageError("run folder " + dir.string() + " already holds a run; continue it with `trainer --resume " +
                      (dir / "last.pt").string() +
                      "` or choose another folder with --output-dir or --set run.name=NAME");
@@ -143,11 +149,11 @@ int finish(const Session& s, const FitResult& r) {
   return 0;
 }
 
-int train_new(const TrainArgs& args) {
-  const Config config = load_config(args.config, args.overrides);
+// A new run in its folder; `replace`: one that --resume auto found nothing usable in.
+int train_new(const TrainArgs& args, const Config& config, bool replace) {
   auto group = join_world(config);
   const bool writer = writes_run(group);
-  const fs::path run_dir = writer ? prepare_new_run_dir(config, args.output_dir) : fs::path();
+  const fs::path run_dir = writer ? prepare_new_run_dir(config, args.output_dir, replace) : fs::path();
   Session s = make_session(config, run_dir, rank_logs(run_dir, writer), nullptr, group);
   // Only now does the folder count as a run: a start that failed (bad data, weights that do not fit)
   // can be fixed and rerun into the same folder.
@@ -176,6 +182,28 @@ int train_resume(const TrainArgs& args) {
   if (writer) write_resolved_config(run_dir, resolved.config);
   Session s = make_session(resolved.config, run_dir, std::move(logs), &checkpoint, group);
   return finish(s, fit(s, fit_limits(args)));
+}
+
+// --resume auto (or run.resume auto): the run folder's newest good checkpoint, else a new run there. Every rank
+// looks at the same folder and takes the same file; rank 0 says which.
+int train_auto(const TrainArgs& args, const Config& config) {
+  const fs::path run_dir = run_dir_of(config, args.output_dir);
+  const ResumePoint point = find_resume_point(run_dir);
+  if (world_from_environment(process_environment()).rank == 0) {
+    const RunLogs console = make_run_logs({});
+    for (const auto& note : point.notes) console.main->info("{}", note);
+  }
+  if (!point.checkpoint) return train_new(args, config, /*replace=*/true);
+  TrainArgs resumed = args;
+  resumed.resume = point.checkpoint->string();
+  resumed.output_dir = run_dir.string();
+  return train_resume(resumed);
+}
+
+int train_new(const TrainArgs& args) {
+  const Config config = load_config(args.config, args.overrides);
+  if (config.run.resume == ResumeMode::automatic) return train_auto(args, config);
+  return train_new(args, config, /*replace=*/false);
 }
 
 // The whole pipeline on a few batches: train one epoch, save, resume for the second, evaluate best.pt.
@@ -238,6 +266,11 @@ int run_train(const TrainArgs& args) {
       throw UsageError("--smoke runs in one process; start it without a launcher");
     return train_smoke(args);
   }
+  if (args.resume == "auto") {
+    if (args.config.empty())
+      throw UsageError("--resume auto needs --config FILE: the run it continues, or starts in its folder");
+    return train_auto(args, load_config(args.config, args.overrides));
+  }
   if (!args.resume.empty()) return train_resume(args);
   if (args.config.empty()) throw UsageError("training needs --config FILE or --resume CHECKPOINT (see trainer --help)");
   return train_new(args);
@@ -246,7 +279,9 @@ int run_train(const TrainArgs& args) {
 void add_train_command(CLI::App& app, Commands& commands) {
   auto args = std::make_shared<TrainArgs>();
   add_config_options(app, args->config, args->overrides, "JSON config file (may \"extends\" a parent)");
-  app.add_option("--resume", args->resume, "continue the run of this checkpoint (its config is reused)");
+  app.add_option("--resume", args->resume,
+                 "continue the run of this checkpoint (its config is reused); auto (with --config): the run folder's "
+                 "newest good checkpoint, or a new run there");
   add_output_dir_option(app, args->output_dir, "run folder (default: run.output_dir/run.name)");
   app.add_option("--stop-after-epoch", args->stop_after_epoch,
                  "save and stop after this epoch; --resume continues the same schedule (for time-limited jobs)");

@@ -1,7 +1,6 @@
 #include "trainer/engine/checkpoint_config.hpp"
 
 #include <algorithm>
-#include <iostream>
 
 #include "trainer/config/load.hpp"
 #include "trainer/models/factory.hpp"
@@ -57,9 +56,6 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
 ClassifierPtr model_from_checkpoint(const LoadedCheckpoint& checkpoint, const ModelConfig& model,
                                     const ImageShape& input, bool ema) {
   auto built = build_model(model, input);
-  if (!checkpoint.has_checksums())
-    std::cerr << "note: " << checkpoint.path().string()
-              << " has no checksums (written before they existed): its weights load unchecked\n";
   if (!ema) {
     checkpoint.restore_model(*built);
   } else if (!checkpoint.restore_ema(*built)) {

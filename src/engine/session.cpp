@@ -209,9 +209,6 @@ void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume) {
 // The checkpoint's weights, optimizer state, loss scale, EMA, generators and position (also mid-epoch). The
 // generators come last: building a model above draws from them.
 void restore_from_checkpoint(Session& s, const LoadedCheckpoint& resume) {
-  if (!resume.has_checksums())
-    s.logs.main->info("note: {} has no checksums (written before they existed): it resumes unchecked",
-                      resume.path().string());
   resume.restore_model(*s.model);
   resume.restore_optimizer(*s.optimizer);
   const CheckpointMeta& m = resume.meta();

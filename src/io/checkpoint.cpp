@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "trainer/io/tfrecord.hpp"
+#include "trainer/io/zip_records.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -65,16 +66,26 @@ std::string tensor_checksum(const torch::Tensor& t) {
   return hex;
 }
 
-std::string text_checksum(const std::string& text) {
-  char hex[9];
-  std::snprintf(hex, sizeof hex, "%08x", crc32c(text.data(), text.size()));
-  return hex;
-}
-
 // "<section>/<name>" -> checksum of every parameter and buffer of `module`.
 void add_module_checksums(json& sums, const std::string& section, const torch::nn::Module& module) {
   for (const auto& item : module.named_parameters()) sums[section + "/" + item.key()] = tensor_checksum(item.value());
   for (const auto& item : module.named_buffers()) sums[section + "/" + item.key()] = tensor_checksum(item.value());
+}
+
+// The first tensor under `archive` (a saved module, children included) whose checksum differs from `sums`.
+std::optional<std::string> changed_tensor(torch::serialize::InputArchive& archive, const std::string& prefix,
+                                          const json& sums) {
+  for (const auto& key : archive.keys()) {
+    torch::Tensor t;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, t)) {
+      const auto it = sums.find(prefix + key);
+      if (it != sums.end() && *it != tensor_checksum(t)) return prefix + key;
+    } else if (archive.try_read(key, child)) {
+      if (auto name = changed_tensor(child, prefix + key + ".", sums)) return name;
+    }
+  }
+  return std::nullopt;
 }
 
 void check_finite(const torch::nn::Module& model, const fs::path& path) {
@@ -122,8 +133,9 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
   torch::serialize::OutputArchive archive;
   const std::string meta_text = j.dump();
   archive.write("meta", c10::IValue(meta_text));
-  // What a load checks the bytes against: the metadata, every weight (model and EMA) and the generator states.
-  json sums = {{"meta", text_checksum(meta_text)}};
+  // Every record of the file carries its zip CRC-32, which a load checks; these name the weight a damaged
+  // record belongs to.
+  json sums = json::object();
   add_module_checksums(sums, "model", modules.model);
   if (modules.ema) add_module_checksums(sums, "ema", *modules.ema);
   torch::serialize::OutputArchive model_archive, optimizer_archive;
@@ -139,7 +151,6 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
   // Dropout on the GPU draws from each device's generator: saved too, so a resumed run draws the same masks.
   const auto generators = compat::GeneratorStates::capture();
   archive.write("rng_cpu", generators.cpu, /*is_buffer=*/true);
-  sums["rng_cpu"] = tensor_checksum(generators.cpu);
   for (size_t i = 0; i < generators.cuda.size(); ++i)
     archive.write("rng_cuda" + std::to_string(i), generators.cuda[i], /*is_buffer=*/true);
   if (ranks.cpu.defined()) archive.write("rng_ranks_cpu", ranks.cpu, /*is_buffer=*/true);
@@ -190,14 +201,13 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   }
   if (!meta_value.isString()) throw CheckpointError(path.string() + ": not a trainer checkpoint (no metadata)");
   c10::IValue sums_value;
-  if (archive_->try_read("checksums", sums_value) && sums_value.isString()) {
-    try {
-      checksums_ = json::parse(sums_value.toStringRef());
-    } catch (const json::exception&) {
-      throw CheckpointError(path.string() + ": damaged checksums section");
-    }
-    expect_checksum("meta", text_checksum(meta_value.toStringRef()));
-  }
+  if (archive_->try_read("checksums", sums_value) && sums_value.isString())
+    checksums_ = json::parse(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
+  // Every byte against its record's CRC-32, before anything is restored from the file.
+  if (const auto damaged = first_damaged_record(path))
+    throw CheckpointError(path.string() + ": " + damaged_part(*damaged) +
+                          ": the file was damaged after it was written (bit rot, an interrupted copy); use an earlier "
+                          "checkpoint or another copy");
   json j;
   try {
     j = json::parse(meta_value.toStringRef());
@@ -214,21 +224,17 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   }
 }
 
-void LoadedCheckpoint::expect_checksum(const std::string& key, const std::string& actual) const {
-  if (checksums_.is_null()) return;
-  const auto it = checksums_.find(key);
-  if (it == checksums_.end()) throw CheckpointError(path_.string() + ": " + key + " has no checksum (damaged file)");
-  if (it->get<std::string>() != actual)
-    throw CheckpointError(path_.string() + ": " + key +
-                          " does not match its checksum: the file was damaged after it was written (bit rot, an "
-                          "interrupted copy); use an earlier checkpoint or another copy");
-}
-
-void LoadedCheckpoint::verify_module(const std::string& section, const torch::nn::Module& module) const {
-  for (const auto& item : module.named_parameters())
-    expect_checksum(section + "/" + item.key(), tensor_checksum(item.value()));
-  for (const auto& item : module.named_buffers())
-    expect_checksum(section + "/" + item.key(), tensor_checksum(item.value()));
+std::string LoadedCheckpoint::damaged_part(const std::string& record) const {
+  // The weight whose bytes changed, when the file names its weights' checksums.
+  if (checksums_.is_object()) {
+    for (const char* section : {"model", "ema"}) {
+      torch::serialize::InputArchive sub;
+      if (!archive_->try_read(section, sub)) continue;
+      if (const auto name = changed_tensor(sub, std::string(section) + "/", checksums_))
+        return *name + " does not match its checksum";
+    }
+  }
+  return record;
 }
 
 void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
@@ -245,7 +251,6 @@ void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
     throw CheckpointError(path_.string() +
                           ": model weights do not fit the model built from its config: " + problems.front() +
                           (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : ""));
-  verify_module("model", model);
 }
 
 void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) const {
@@ -263,7 +268,6 @@ void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) con
 void LoadedCheckpoint::restore_rng() const {
   torch::Tensor state;
   archive_->read("rng_cpu", state, /*is_buffer=*/true);
-  expect_checksum("rng_cpu", tensor_checksum(state));
   compat::set_cpu_rng_state(state);
   if (!torch::cuda::is_available()) return;
   for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
@@ -286,7 +290,6 @@ bool LoadedCheckpoint::restore_ema(torch::nn::Module& ema) const {
   restore_module(sub, ema, "", problems);
   if (!problems.empty())
     throw CheckpointError(path_.string() + ": EMA weights do not fit the model: " + problems.front());
-  verify_module("ema", ema);
   return true;
 }
 

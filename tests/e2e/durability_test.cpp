@@ -129,5 +129,53 @@ TEST(Durability, ACheckpointWithAFlippedBitIsRefusedNamingTheTensor) {
   EXPECT_FALSE(fs::exists(run.dir / "w.safetensors"));
 }
 
+// The same command line again continues the run: --resume auto starts a new run in an empty folder, continues
+// from the newest checkpoint, passes over a damaged last.pt for the step checkpoint before it, refuses a config
+// that resume refuses, and the run it finishes has the weights of a run that never stopped.
+TEST(Durability, ResumeAutoContinuesFromTheNewestGoodCheckpoint) {
+  testing::SmallRun run({{"train", {{"checkpoint_every_steps", 3}, {"epochs", 1}}}, {"run", {{"plot", false}}}});
+  const fs::path out = run.dir / "auto", straight = run.dir / "straight";
+  const std::string again = "--resume auto --config " + run.config.string() + " -o " + out.string();
+  auto r = testing::trainer_cli(again + " --stop-after-step 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resume auto: no run folder " + out.string() + " yet; starting a new run there"),
+            std::string::npos)
+      << r.output;
+  r = testing::trainer_cli(again + " --stop-after-step 9");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resume auto: continuing from " + (out / "last.pt").string() + " (step 3,"),
+            std::string::npos)
+      << r.output;
+  // last.pt (step 9) replaced by a damaged copy, a new file: step-9.pt, its hard link until now, keeps the good
+  // bytes and is removed, so that the run falls back to step-6.pt.
+  fs::remove(out / "step-9.pt");
+  std::string bytes = testing::read_text(out / "last.pt");
+  bytes[bytes.size() / 2] ^= 0x01;
+  {
+    std::ofstream f(out / "damaged.tmp", std::ios::binary);
+    f << bytes;
+  }
+  fs::rename(out / "damaged.tmp", out / "last.pt");
+  const auto refused = testing::trainer_cli(again + " --set optim.name=adamw");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  r = testing::trainer_cli(again);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resume auto: passing over " + (out / "last.pt").string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resume auto: continuing from " + (out / "step-6.pt").string() + " (step 6,"),
+            std::string::npos)
+      << r.output;
+  ASSERT_EQ(testing::trainer_cli("--config " + run.config.string() + " -o " + straight.string()).exit_code, 0);
+  EXPECT_EQ(LoadedCheckpoint(out / "last.pt").meta().step, 16);
+  ASSERT_EQ(testing::trainer_cli("export --checkpoint " + (out / "last.pt").string() + " -o " +
+                                 (run.dir / "a.safetensors").string())
+                .exit_code,
+            0);
+  ASSERT_EQ(testing::trainer_cli("export --checkpoint " + (straight / "last.pt").string() + " -o " +
+                                 (run.dir / "b.safetensors").string())
+                .exit_code,
+            0);
+  EXPECT_EQ(testing::read_text(run.dir / "a.safetensors"), testing::read_text(run.dir / "b.safetensors"));
+}
+
 }  // namespace
 }  // namespace trainer

@@ -20,6 +20,14 @@ inline const EnumTable<DistBackend>& dist_backends() {
   return table;
 }
 
+// off: `trainer --config` starts a new run (and refuses a folder that holds one); auto: it continues the run in
+// its folder from the newest good checkpoint, or starts one there (engine/resume_point.hpp), as --resume auto.
+enum class ResumeMode { off, automatic };
+inline const EnumTable<ResumeMode>& resume_modes() {
+  static const EnumTable<ResumeMode> table{{"off", ResumeMode::off}, {"auto", ResumeMode::automatic}};
+  return table;
+}
+
 struct RunConfig {
   std::string name;
   std::string output_dir = "runs";
@@ -34,11 +42,15 @@ struct RunConfig {
   double dist_timeout_s = 1800;
   double dist_bucket_mb = 25;
   DistBackend dist_backend = DistBackend::automatic;
+  ResumeMode resume = ResumeMode::off;
 
   template <class V>
   void visit(V& v) {
     v.field("name", name, "run name; the run folder is output_dir/name (default: the config file's stem)");
     v.field("output_dir", output_dir, "folder that holds run folders");
+    v.choice("resume", resume, resume_modes(),
+             "auto: continue the run in the run folder from its newest good checkpoint, or start one there (what a "
+             "requeued or restarted job needs: the same command line continues)");
     v.field("seed", seed, "seed for initialisation, data order and augmentation", Range::at_least(0));
     v.field("device", device, "auto, cpu, cuda or cuda:N");
     v.field("threads", threads, "intra-op CPU threads; 0 uses all cores", Range::at_least(0));

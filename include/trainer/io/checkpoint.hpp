@@ -1,7 +1,7 @@
 // One checkpoint = one file (LibTorch's serialize archive) holding everything a run needs to continue
 // exactly, also mid-epoch: format version, resolved config, progress (epoch, step, batch within the epoch),
-// best metric, loss-scaler state, class names, model, optimizer, EMA weights, CPU and CUDA RNG states, and the
-// CRC-32C checksums of the metadata, the weights and the CPU generator state, checked on every load.
+// best metric, loss-scaler state, class names, model, optimizer, EMA weights, CPU and CUDA RNG states, and a
+// CRC-32C per weight. Opening one checks every byte against its zip record's CRC-32 (LibTorch does not).
 //   save_checkpoint(dir / "last.pt", meta, {*model, *optimizer, ema});      // atomic; refuses a non-finite model
 //   const LoadedCheckpoint ck("runs/x/last.pt"); ck.restore_model(*model);
 #pragma once
@@ -88,9 +88,10 @@ class LoadedCheckpoint {
 
   const std::filesystem::path& path() const { return path_; }
   const CheckpointMeta& meta() const { return meta_; }
-  // Whether the file carries checksums (CRC-32C of its metadata, every weight and the generator states), which
-  // the reads below check, naming the tensor that fails; files from before they existed load unchecked.
-  bool has_checksums() const { return !checksums_.is_null(); }
+  // Whether the file names its weights' checksums (CRC-32C per tensor), so that a damaged file is refused
+  // naming the weight; without them (older files) the damaged record is named. Every file's bytes are checked
+  // against its records' CRC-32 when it is opened, either way.
+  bool has_checksums() const { return checksums_.is_object(); }
   // Both throw CheckpointError when names or shapes do not match the module built from the config.
   void restore_model(torch::nn::Module& model) const;
   void restore_optimizer(torch::optim::Optimizer& optimizer) const;
@@ -101,12 +102,12 @@ class LoadedCheckpoint {
   bool restore_ema(torch::nn::Module& ema) const;
 
  private:
-  void expect_checksum(const std::string& key, const std::string& actual) const;
-  void verify_module(const std::string& section, const torch::nn::Module& module) const;
+  // A damaged record as the weight it holds, where the checksums tell.
+  std::string damaged_part(const std::string& record) const;
 
   std::filesystem::path path_;
   CheckpointMeta meta_;
-  nlohmann::json checksums_;  // null: an older file without them
+  nlohmann::json checksums_;  // "model/<name>" and "ema/<name>" -> CRC-32C; not an object in older files
   std::shared_ptr<torch::serialize::InputArchive> archive_;
 };
 

@@ -1,0 +1,56 @@
+#include "trainer/io/zip_records.hpp"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <fstream>
+#include <vector>
+
+namespace trainer {
+
+namespace {
+
+uint32_t le(const std::vector<char>& b, size_t at, int bytes) {
+  uint32_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+std::optional<std::string> first_damaged_record(const std::filesystem::path& zip) {
+  std::ifstream in(zip, std::ios::binary);
+  std::vector<char> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.eof() && in.fail()) return "cannot be read";
+  // The end-of-central-directory record: the last 22 bytes, or before them a comment of up to 64 KiB.
+  size_t end = std::string::npos;
+  for (size_t i = b.size() >= 22 ? b.size() - 22 : 0; b.size() >= 22; --i) {
+    if (le(b, i, 4) == 0x06054b50) {
+      end = i;
+      break;
+    }
+    if (i == 0 || b.size() - i > 22 + 65535) break;
+  }
+  if (end == std::string::npos) return "no zip directory (not an archive, or cut short)";
+  const uint32_t count = le(b, end + 10, 2), directory = le(b, end + 16, 4);
+  size_t at = directory;
+  for (uint32_t n = 0; n < count; ++n) {
+    if (at + 46 > b.size() || le(b, at, 4) != 0x02014b50) return "damaged zip directory";
+    const uint32_t crc = le(b, at + 16, 4), stored = le(b, at + 20, 4), method = le(b, at + 10, 2);
+    const uint32_t name_length = le(b, at + 28, 2), extra = le(b, at + 30, 2), comment = le(b, at + 32, 2);
+    const uint32_t local = le(b, at + 42, 4);
+    const std::string name(b.data() + at + 46, name_length);
+    at += 46 + name_length + extra + comment;
+    // Records over 4 GiB (zip64) and compressed ones are left to the reader.
+    if (stored == 0xFFFFFFFFu || local == 0xFFFFFFFFu || method != 0) continue;
+    if (local + 30 > b.size() || le(b, local, 4) != 0x04034b50) return "record " + name + " has a damaged header";
+    const size_t data = local + 30 + le(b, local + 26, 2) + le(b, local + 28, 2);
+    if (data + stored > b.size()) return "record " + name + " is cut short";
+    const auto actual = static_cast<uint32_t>(
+        ::crc32(0L, reinterpret_cast<const Bytef*>(b.data() + data), static_cast<uInt>(stored)));
+    if (actual != crc) return "record " + name + " does not match its CRC-32";
+  }
+  return std::nullopt;
+}
+
+}  // namespace trainer
