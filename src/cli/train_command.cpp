@@ -1,9 +1,11 @@
+#include <torch/cuda.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <thread>
 
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
@@ -245,15 +247,33 @@ int train_smoke(const TrainArgs& args) {
 
 }  // namespace
 
+namespace {
+
+// --nproc-per-node within what this machine holds: one process per GPU on CUDA, per core on the CPU (a typo of
+// 100000 would otherwise fork that many LibTorch processes).
+void check_process_count(int64_t n, const TrainArgs& args) {
+  const std::string option = "--nproc-per-node " + std::to_string(n);
+  if (n < 1) throw UsageError(option + ": expected a number of processes >= 1");
+  const std::string device = args.config.empty() ? "auto" : load_config(args.config, args.overrides).run.device;
+  const auto gpus = static_cast<int64_t>(torch::cuda::device_count());
+  if (gpus > 0 && device.rfind("cpu", 0) != 0) {
+    if (n > gpus) throw UsageError(option + ": this machine has " + std::to_string(gpus) + " GPU(s), one process each");
+    return;
+  }
+  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n > cores)
+    throw UsageError(option + ": this machine has " + std::to_string(cores) + " CPU core(s), one process each");
+}
+
+}  // namespace
+
 int run_train(const TrainArgs& args) {
   if (args.stop_after_epoch < 0) throw UsageError("--stop-after-epoch expects an epoch number >= 1");
   if (args.stop_after_step < 0) throw UsageError("--stop-after-step expects a step number >= 1");
   if (args.smoke && !args.resume.empty())
     throw UsageError("--smoke starts its own run; it cannot be combined with --resume");
   if (args.nproc_per_node) {
-    if (*args.nproc_per_node < 1)
-      throw UsageError("--nproc-per-node " + std::to_string(*args.nproc_per_node) +
-                       ": expected a number of processes >= 1");
+    check_process_count(*args.nproc_per_node, args);
     if (environment_variable("WORLD_SIZE"))
       throw UsageError("--nproc-per-node starts its own processes; it cannot run under torchrun or another launcher");
     if (args.smoke) throw UsageError("--smoke runs in one process; it cannot be combined with --nproc-per-node");

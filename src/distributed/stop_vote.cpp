@@ -25,28 +25,30 @@ struct StopVote::Pending {
 StopVote::StopVote(Collectives& group) : group_(group) {}
 StopVote::~StopVote() = default;
 
-int StopVote::cast(int own) {
-  int decision = 0;
+StopVote::Decision StopVote::cast(int own, bool save_due) {
+  Decision decision;
   if (pending_) {
     pending_->wait();
     const int64_t* sums = pending_->sums.data_ptr<int64_t>();
-    if (sums[0] > 0) decision = pending_->own != 0 ? pending_->own : static_cast<int>(sums[1] / sums[0]);
+    if (sums[0] > 0) decision.stop = pending_->own != 0 ? pending_->own : static_cast<int>(sums[1] / sums[0]);
+    decision.save = sums[2] > 0;
   }
   auto next = std::make_unique<Pending>();
   next->own = own;
   if (group_.backend() == DistBackend::nccl) {
     // Made on the device by fill kernels, not copied from the host (a pageable copy would synchronise).
     const torch::Device device = group_.device();
-    auto ballot = torch::full({2}, own, torch::TensorOptions().dtype(torch::kInt64).device(device));
+    auto ballot = torch::full({3}, own, torch::TensorOptions().dtype(torch::kInt64).device(device));
     ballot.narrow(0, 0, 1).fill_(own != 0 ? 1 : 0);
+    ballot.narrow(0, 2, 1).fill_(save_due ? 1 : 0);
     group_.all_reduce_sum({ballot});
-    next->sums = torch::empty({2}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(true));
+    next->sums = torch::empty({3}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(true));
     next->sums.copy_(ballot, /*non_blocking=*/true);
     const c10::impl::VirtualGuardImpl guard(device.type());
     next->copied.emplace(device.type());
     next->copied->record(guard.getStream(device));
   } else {
-    next->sums = torch::tensor({own != 0 ? 1 : 0, own}, torch::kInt64);
+    next->sums = torch::tensor({own != 0 ? 1 : 0, own, save_due ? 1 : 0}, torch::kInt64);
     group_.all_reduce_sum({next->sums});
   }
   pending_ = std::move(next);

@@ -164,10 +164,15 @@ void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch) {
 std::optional<StopReason> save_mid_epoch(FitRun& r, int64_t epoch, bool epoch_done) {
   const Session& s = r.s;
   const Config& c = s.config;
-  const int sig = r.stop_vote ? r.stop_vote->cast(r.stop.pending()) : r.stop.pending();
+  const bool save_due =
+      c.train.checkpoint_every_minutes > 0 && r.checkpoints.minutes_since_write() >= c.train.checkpoint_every_minutes;
+  const StopVote::Decision agreed =
+      r.stop_vote ? r.stop_vote->cast(r.stop.pending(), save_due) : StopVote::Decision{r.stop.pending(), save_due};
+  const int sig = agreed.stop;
   const bool stop_at_step = r.limits.step && s.state.step >= *r.limits.step;
   const bool step_checkpoint = c.train.checkpoint_every_steps > 0 && s.state.step % c.train.checkpoint_every_steps == 0;
-  if ((sig || stop_at_step || (step_checkpoint && !epoch_done)) && r.checkpoints.enabled()) {
+  const bool timed = agreed.save && !epoch_done;  // the epoch end saves anyway
+  if ((sig || stop_at_step || timed || (step_checkpoint && !epoch_done)) && r.checkpoints.enabled()) {
     if (step_checkpoint) r.checkpoints.save_step(s);
     else r.checkpoints.save(s);
     r.progress.clear();

@@ -37,6 +37,8 @@ RunCheckpoints::RunCheckpoints(const Session& s)
       keep_last_(s.config.train.keep_last),
       distributed_(s.group != nullptr) {}
 
+double RunCheckpoints::minutes_since_write() const { return seconds_since(last_write_) / 60.0; }
+
 std::string RunCheckpoints::last_good() const {
   if (dir_.empty()) return std::string();  // a rank other than 0: rank 0's error says
   return fs::exists(last_)
@@ -74,6 +76,7 @@ void RunCheckpoints::write(const Session& s, const std::vector<fs::path>& also, 
     throw TrainError(e.message() + " (after step " + std::to_string(s.state.step) + ")" + last_good());
   }
   for (const auto& path : also) link_checkpoint(last_, path);
+  last_write_ = Clock::now();
 }
 
 void RunCheckpoints::save_step(const Session& s) {

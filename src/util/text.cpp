@@ -1,6 +1,7 @@
 #include "trainer/util/text.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -49,6 +50,11 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 
 std::string format_number(double value) {
   char buf[32];
+  // Whole numbers as they were written (1000000, not 1e+06), up to where doubles hold every integer.
+  if (value == std::floor(value) && std::fabs(value) < 9007199254740992.0) {
+    std::snprintf(buf, sizeof buf, "%.0f", value);
+    return buf;
+  }
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof buf, "%.*g", precision, value);
     if (std::strtod(buf, nullptr) == value) break;

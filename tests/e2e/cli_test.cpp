@@ -48,6 +48,13 @@ TEST(Cli, UsageErrorsExitWith2) {
   const auto none = trainer_cli("--config " TRAINER_SOURCE_DIR "/configs/mnist_cnn.json --nproc-per-node 0");
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_EQ(none.output, "error: usage: --nproc-per-node 0: expected a number of processes >= 1\n");
+  // More processes than the machine holds (cores on the CPU): refused before any starts.
+  const auto many = trainer_cli("--config " TRAINER_SOURCE_DIR
+                                "/configs/mnist_cnn.json --set run.device=cpu "
+                                "--nproc-per-node 100000");
+  EXPECT_EQ(many.exit_code, 2);
+  EXPECT_NE(many.output.find("error: usage: --nproc-per-node 100000: this machine has "), std::string::npos)
+      << many.output;
 }
 
 TEST(Cli, BadConfigIsOneLineAndExit2) {

@@ -83,9 +83,9 @@ TEST(Durability, WritesFailingAtRandomPointsEndInOneLineAndNoTemporaryFiles) {
   for (int i = 0; i < 6; ++i) {
     const int limit = i % 2 ? large(rng) : small(rng);
     const fs::path out = run.dir / ("r" + std::to_string(i));
-    const auto r = testing::run_command("bash -c \"trap '' XFSZ; ulimit -f " + std::to_string(limit) + "; " +
-                                        TRAINER_BIN + " --config " + run.config.string() + " -o " + out.string() +
-                                        "\"");
+    const auto r =
+        testing::run_command("bash -c \"trap '' XFSZ; ulimit -f " + std::to_string(limit) + "; " + TRAINER_BIN +
+                             " --config " + run.config.string() + " -o " + out.string() + "\"");
     SCOPED_TRACE("ulimit -f " + std::to_string(limit) + " KiB");
     expect_one_line_write_error(r, "File too large");
     EXPECT_TRUE(leftovers(out).empty());
@@ -98,8 +98,8 @@ TEST(Durability, WritesFailingAtRandomPointsEndInOneLineAndNoTemporaryFiles) {
 TEST(Durability, ACheckpointWithAFlippedBitIsRefusedNamingTheTensor) {
   testing::SmallRun run({{"train", {{"epochs", 1}}}, {"run", {{"plot", false}}}});
   const fs::path out = run.dir / "r";
-  ASSERT_EQ(testing::trainer_cli("--config " + run.config.string() + " --stop-after-step 3 -o " + out.string()).exit_code,
-            0);
+  ASSERT_EQ(
+      testing::trainer_cli("--config " + run.config.string() + " --stop-after-step 3 -o " + out.string()).exit_code, 0);
   // The bytes of fc1.weight's first 16 values, and where they sit in the file.
   const LoadedCheckpoint good(out / "last.pt");
   ASSERT_TRUE(good.has_checksums());
@@ -175,6 +175,18 @@ TEST(Durability, ResumeAutoContinuesFromTheNewestGoodCheckpoint) {
                 .exit_code,
             0);
   EXPECT_EQ(testing::read_text(run.dir / "a.safetensors"), testing::read_text(run.dir / "b.safetensors"));
+}
+
+// train.checkpoint_every_minutes: a wall-clock checkpoint beside the step and epoch ones (here due after every
+// step); off by default.
+TEST(Durability, TimedCheckpointsAreWrittenMidEpoch) {
+  testing::SmallRun run({{"train", {{"epochs", 1}, {"checkpoint_every_minutes", 1e-7}}}, {"run", {{"plot", false}}}});
+  const auto r = testing::trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "r").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string log = testing::read_text(run.dir / "r" / "train.log");
+  size_t saves = 0;
+  for (size_t at = log.find("saved "); at != std::string::npos; at = log.find("saved ", at + 1)) ++saves;
+  EXPECT_GE(saves, 10u) << log;  // 16 steps: one each, but the last (the epoch end saves it)
 }
 
 }  // namespace

@@ -57,16 +57,23 @@ TEST(StopVote, BothRanksDecideTheSameStepOneBallotLater) {
   // with SIGINT.
   const std::vector<std::vector<int>> own{{0, 0, 0, 0, 0, 2, 2}, {0, 0, 15, 15, 15, 15, 15}};
   std::vector<std::vector<int>> decided(2);
+  std::vector<std::vector<bool>> saves(2);
   auto rank = [&](int64_t r) {
     Collectives group(loopback(r, 2, port), CollectivesOptions{std::chrono::seconds(20)});
     StopVote vote(group);
-    for (int sig : own[r]) decided[r].push_back(vote.cast(sig));
+    for (size_t step = 0; step < own[r].size(); ++step) {
+      // Rank 0's clock says a timed checkpoint is due at step 1: both save at step 2.
+      const StopVote::Decision d = vote.cast(own[r][step], r == 0 && step == 1);
+      decided[r].push_back(d.stop);
+      saves[r].push_back(d.save);
+    }
   };
   std::thread other(rank, 1);
   rank(0);
   other.join();
   EXPECT_EQ(decided[0], (std::vector<int>{0, 0, 0, 15, 15, 15, 2}));
   EXPECT_EQ(decided[1], (std::vector<int>{0, 0, 0, 15, 15, 15, 15}));
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(saves[r], (std::vector<bool>{false, false, true, false, false, false, false}));
 }
 
 // 2 ranks x 8 images (each in 2 accumulated micro-batches of 4) give the gradient of 1 process x 16 images,

@@ -72,10 +72,14 @@ TEST(Config, OutOfRangeValues) {
   EXPECT_EQ(config_error(j), "config: optim.lr: expected a number > 0, got 0");
   json b = minimal();
   b["data"]["batch_size"] = 0;
-  EXPECT_EQ(config_error(b), "config: data.batch_size: expected a number >= 1, got 0");
+  EXPECT_EQ(config_error(b), "config: data.batch_size: expected a number in [1, 1048576], got 0");
   json w = minimal();
   w["data"]["workers"] = -1;
-  EXPECT_EQ(config_error(w), "config: data.workers: expected a number >= 0, got -1");
+  EXPECT_EQ(config_error(w), "config: data.workers: expected a number in [0, 1024], got -1");
+  // Counts that would otherwise run until killed have upper bounds.
+  json n = minimal();
+  n["data"]["augment"] = {{"auto_augment", {{"name", "randaugment"}, {"num_ops", 1000000}}}};
+  EXPECT_EQ(config_error(n), "config: data.augment.auto_augment.num_ops: expected a number in [0, 64], got 1000000");
   json k = minimal();
   k["model"] = {{"num_classes", 1}};
   EXPECT_EQ(config_error(k), "config: model.num_classes: expected 0 (the training set's count) or at least 2, got 1");

@@ -141,17 +141,19 @@ struct AutoAugmentConfig {
   void visit(V& v) {
     v.choice("name", name, auto_augment_kinds(),
              "policy: none, imagenet (AutoAugment's ImageNet policy), randaugment, trivialaugment_wide or augmix");
-    v.field("num_ops", num_ops, "randaugment: ops applied one after another", Range::at_least(0));
+    v.field("num_ops", num_ops, "randaugment: ops applied one after another (torchvision: 2; at most 64)",
+            Range::between(0, 64));
     v.field("magnitude", magnitude, "randaugment: magnitude bin, 0 .. num_magnitude_bins - 1", Range::at_least(0));
     v.field("num_magnitude_bins", num_magnitude_bins, "randaugment and trivialaugment_wide: magnitude bins",
-            Range::at_least(2));
+            Range::between(2, 1024));
     v.field("magnitude_std", magnitude_std,
             "randaugment: standard deviation, in bins, of Gaussian noise added to the magnitude of each op (timm); 0: "
             "torchvision's fixed magnitude",
             Range::at_least(0));
     v.field("severity", severity, "augmix: magnitude bins used, 1 .. 10", Range::between(1, 10));
-    v.field("mixture_width", mixture_width, "augmix: augmentation chains mixed", Range::at_least(1));
-    v.field("chain_depth", chain_depth, "augmix: ops per chain; -1 draws 1, 2 or 3 per chain", Range::at_least(-1));
+    v.field("mixture_width", mixture_width, "augmix: augmentation chains mixed (at most 16)", Range::between(1, 16));
+    v.field("chain_depth", chain_depth, "augmix: ops per chain; -1 draws 1, 2 or 3 per chain (at most 16)",
+            Range::between(-1, 16));
     v.field("alpha", alpha, "augmix: Dirichlet and Beta parameter of the mixing weights", Range::greater_than(0));
     v.choice("interpolation", interpolation, interpolations(), "resampling of the shear, translate and rotate ops");
     v.field("fill", fill, "pixel value (0..255, one or one per channel) where a geometric op leaves the image");
@@ -236,8 +238,8 @@ struct RepeatedAugmentationConfig {
 
   template <class V>
   void visit(V& v) {
-    v.field("repeats", repeats, "copies of each image per epoch (1: off; torchvision's recipe uses 4)",
-            Range::at_least(1));
+    v.field("repeats", repeats, "copies of each image per epoch (1: off; torchvision's recipe uses 4; at most 64)",
+            Range::between(1, 64));
   }
 };
 
@@ -289,9 +291,11 @@ struct DataConfig {
   void visit(V& v) {
     v.choice("kind", kind, data_kinds(), "dataset format");
     v.field("root", root, "folder that holds the dataset files");
-    v.field("batch_size", batch_size, "training images per step", Range::at_least(1));
-    v.field("eval_batch_size", eval_batch_size, "images per evaluation batch", Range::at_least(1));
-    v.field("workers", workers, "data loader threads; 0 loads on the training thread", Range::at_least(0));
+    v.field("batch_size", batch_size, "training images per step (at most 1048576)", Range::between(1, 1 << 20));
+    v.field("eval_batch_size", eval_batch_size, "images per evaluation batch (at most 1048576)",
+            Range::between(1, 1 << 20));
+    v.field("workers", workers, "data loader threads; 0 loads on the training thread (at most 1024)",
+            Range::between(0, 1024));
     v.field("shuffle", shuffle, "reshuffle the training set every epoch");
     v.choice("drop_last", drop_last, switch_values(),
              "drop the last incomplete training batch; auto: only when it would hold fewer images than the model "
@@ -302,7 +306,8 @@ struct DataConfig {
             Range::at_least(0));
     v.field("limit_eval", limit_eval, "use only this many evaluation images, an evenly spaced subset (0: all)",
             Range::at_least(0));
-    v.field("prefetch", prefetch, "batches the loader keeps ready ahead of the training step", Range::at_least(1));
+    v.field("prefetch", prefetch, "batches the loader keeps ready ahead of the training step (at most 64)",
+            Range::between(1, 64));
     v.field("train_dir", train_dir, "imagenet: the train folder under root, one sub-folder per class");
     v.field("val_dir", val_dir, "imagenet: the validation folder under root (flat, or one sub-folder per class)");
     v.field("val_labels", val_labels,
@@ -536,6 +541,7 @@ struct TrainConfig {
   int64_t eval_every = 1;
   int64_t checkpoint_every = 1;
   int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_minutes = 0;
   int64_t keep_last = 2;
   int64_t keep_every_epochs = 0;
   BestMetric best_metric = BestMetric::top1;
@@ -556,13 +562,17 @@ struct TrainConfig {
             Range::at_least(1));
     v.field("checkpoint_every_steps", checkpoint_every_steps,
             "also write last.pt and step-N.pt every this many optimizer steps (0: per epoch only)", Range::at_least(0));
+    v.field("checkpoint_every_minutes", checkpoint_every_minutes,
+            "also write last.pt once this many minutes have passed since the last checkpoint (0: off); for "
+            "machines that reboot for updates and jobs with a time limit",
+            Range::at_least(0));
     v.field("keep_last", keep_last, "step checkpoints (step-N.pt) to keep", Range::at_least(1));
     v.field("keep_every_epochs", keep_every_epochs, "also keep epoch-E.pt every this many epochs (0: none)",
             Range::at_least(0));
     v.choice("best_metric", best_metric, best_metrics(), "eval metric that selects best.pt");
     v.field("label_smoothing", label_smoothing, "cross-entropy label smoothing", Range::between(0, 0.99));
-    v.field("accumulate_steps", accumulate_steps, "micro-batches of data.batch_size per optimizer step",
-            Range::at_least(1));
+    v.field("accumulate_steps", accumulate_steps, "micro-batches of data.batch_size per optimizer step (at most 4096)",
+            Range::between(1, 4096));
     v.field("clip_grad_norm", clip_grad_norm, "clip the gradient norm to this value (0: off)", Range::at_least(0));
     v.section("amp", amp);
     v.section("mix", mix);

@@ -15,6 +15,7 @@
 
 #include "trainer/engine/session.hpp"
 #include "trainer/io/checkpoint.hpp"
+#include "trainer/util/clock.hpp"
 
 namespace trainer {
 
@@ -28,6 +29,9 @@ class RunCheckpoints {
   std::filesystem::path best() const { return dir_ / "best.pt"; }
   std::filesystem::path epoch(int64_t epoch) const { return dir_ / ("epoch-" + std::to_string(epoch) + ".pt"); }
   std::filesystem::path step(int64_t step) const { return dir_ / ("step-" + std::to_string(step) + ".pt"); }
+
+  // Minutes since this run's last checkpoint was written (or since the run started).
+  double minutes_since_write() const;
 
   // "; the last good checkpoint is RUN/last.pt (trainer --resume RUN/last.pt)" or "; no checkpoint was written
   // yet": the end of an error message that stops a run.
@@ -52,6 +56,7 @@ class RunCheckpoints {
   int64_t keep_last_;
   bool distributed_;  // every rank takes part in a save; rank 0 writes
   bool warned_low_space_ = false;
+  Clock::time_point last_write_ = Clock::now();
 };
 
 }  // namespace trainer
