@@ -34,6 +34,7 @@ struct TrainArgs {
   int64_t stop_after_epoch = 0;           // --stop-after-epoch N: save and stop after epoch N (0: run to the end)
   int64_t stop_after_step = 0;            // --stop-after-step N: save and stop after optimizer step N, mid-epoch
   std::optional<int64_t> nproc_per_node;  // --nproc-per-node N: start N processes here (distributed/launcher)
+  int64_t max_restarts = 0;               // --max-restarts K: restart them all up to K times when one dies
 };
 
 }  // namespace
@@ -86,8 +87,8 @@ std::optional<std::string> environment_variable(const std::string& name) {
 
 EnvironmentLookup process_environment() { return environment_variable; }
 
-// This process's own command line (/proc/self/cmdline) without the --nproc-per-node option and its value: what
-// each rank the launcher starts runs.
+// This process's own command line (/proc/self/cmdline) without the launcher's options (--nproc-per-node,
+// --max-restarts) and their values: what each rank the launcher starts runs.
 std::vector<std::string> command_line_without_launcher_option() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -99,11 +100,11 @@ std::vector<std::string> command_line_without_launcher_option() {
   }
   std::vector<std::string> kept;
   for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i] == "--nproc-per-node") {
+    if (all[i] == "--nproc-per-node" || all[i] == "--max-restarts") {
       ++i;  // and its value
       continue;
     }
-    if (all[i].rfind("--nproc-per-node=", 0) == 0) continue;
+    if (all[i].rfind("--nproc-per-node=", 0) == 0 || all[i].rfind("--max-restarts=", 0) == 0) continue;
     kept.push_back(all[i]);
   }
   return kept;
@@ -277,9 +278,21 @@ int run_train(const TrainArgs& args) {
     if (environment_variable("WORLD_SIZE"))
       throw UsageError("--nproc-per-node starts its own processes; it cannot run under torchrun or another launcher");
     if (args.smoke) throw UsageError("--smoke runs in one process; it cannot be combined with --nproc-per-node");
-    return launch_local_ranks({static_cast<int>(*args.nproc_per_node), command_line_without_launcher_option(),
-                               master_port(process_environment())});
+    LaunchOptions launch;
+    launch.nproc = static_cast<int>(*args.nproc_per_node);
+    launch.argv = command_line_without_launcher_option();
+    launch.port = master_port(process_environment());
+    launch.max_restarts = static_cast<int>(args.max_restarts);
+    // A restart continues the run: a new run's command line becomes --resume auto (a --resume CHECKPOINT line
+    // continues from that file's folder as it is, last.pt being rewritten at every save).
+    launch.restart_argv = launch.argv;
+    if (args.resume.empty()) launch.restart_argv.insert(launch.restart_argv.end(), {"--resume", "auto"});
+    return launch_local_ranks(launch);
   }
+  if (args.max_restarts > 0)
+    throw UsageError(
+        "--max-restarts restarts the processes --nproc-per-node starts; under torchrun use its own "
+        "--max-restarts with --resume auto");
   if (args.smoke) {
     if (args.config.empty()) throw UsageError("--smoke needs --config FILE");
     if (environment_variable("WORLD_SIZE").value_or("1") != "1")
@@ -307,6 +320,10 @@ void add_train_command(CLI::App& app, Commands& commands) {
                  "save and stop after this epoch; --resume continues the same schedule (for time-limited jobs)");
   app.add_option("--stop-after-step", args->stop_after_step,
                  "save and stop after this optimizer step, also mid-epoch; --resume continues exactly there");
+  app.add_option("--max-restarts", args->max_restarts,
+                 "with --nproc-per-node: when a process dies, stop the others and start them all again from the "
+                 "run's newest good checkpoint, up to this many times")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000}));
   app.add_option("--nproc-per-node", args->nproc_per_node,
                  "data-parallel: start this many training processes on this machine (as torchrun does; 1: one "
                  "process in a group of one)")

@@ -235,19 +235,30 @@ std::optional<size_t> supervise(std::vector<Rank>& ranks, const ForwardedSignals
 }  // namespace
 
 int launch_local_ranks(const LaunchOptions& o) {
-  const int port = o.port ? *o.port : free_port();
   const ForwardedSignals signals;
-  std::vector<Rank> ranks;
-  for (int r = 0; r < o.nproc; ++r) ranks.push_back(start_rank(r, o, port));
-  if (const auto failed = supervise(ranks, signals)) {
+  for (int attempt = 0;; ++attempt) {
+    LaunchOptions run = o;
+    if (attempt > 0) run.argv = o.restart_argv;
+    // A new port for each attempt: the failed attempt's store may still hold the old one for a while.
+    const int port = o.port && attempt == 0 ? *o.port : free_port();
+    std::vector<Rank> ranks;
+    for (int r = 0; r < o.nproc; ++r) ranks.push_back(start_rank(r, run, port));
+    const auto failed = supervise(ranks, signals);
+    if (!failed) {
+      int code = 0;
+      for (const auto& r : ranks) code = std::max(code, exit_code(*r.status));
+      return code;
+    }
     const Rank& r = ranks[*failed];
-    throw TrainError("rank " + std::to_string(*failed) + " of " + std::to_string(o.nproc) + " " +
-                     describe_exit(*r.status) + (r.last_line.empty() ? "" : "; its last line: " + r.last_line) +
-                     "; the other ranks were stopped");
+    const std::string what = "rank " + std::to_string(*failed) + " of " + std::to_string(o.nproc) + " " +
+                             describe_exit(*r.status) + (r.last_line.empty() ? "" : "; its last line: " + r.last_line);
+    if (attempt >= o.max_restarts)
+      throw TrainError(what + "; the other ranks were stopped" +
+                       (o.max_restarts > 0 ? " (after " + std::to_string(o.max_restarts) + " restart(s))" : ""));
+    std::fprintf(stderr, "trainer: %s; restart %d of %d, from the run's newest good checkpoint\n", what.c_str(),
+                 attempt + 1, o.max_restarts);
+    std::fflush(stderr);
   }
-  int code = 0;
-  for (const auto& r : ranks) code = std::max(code, exit_code(*r.status));
-  return code;
 }
 
 }  // namespace trainer

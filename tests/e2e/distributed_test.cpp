@@ -186,6 +186,39 @@ TEST(Distributed, ARankKilledEndsTheLaunchNamingIt) {
   EXPECT_NE(r.output.find("error: train: rank 1 of 2 was killed by signal 9"), std::string::npos) << r.output;
 }
 
+// --max-restarts: a rank killed with kill -9 at three points (checkpoints every step); each time the launcher stops
+// the other, starts both again from the newest good checkpoint (--resume auto) and says so; the run ends with the
+// weights of a run that was never killed, bit for bit.
+TEST(Distributed, KilledRanksAreRestartedAndTheRunEndsAsIfNeverKilled) {
+  TempDir dir;
+  write_mnist_dir(dir / "data", 256, 64);
+  auto c = small_run_config(dir / "data");
+  c.merge_patch({{"run", {{"threads", 1}, {"dist_timeout_s", 30}, {"plot", false}}},
+                 {"data", {{"workers", 1}, {"batch_size", 16}}},
+                 {"train", {{"epochs", 2}, {"log_every", 1}, {"checkpoint_every_steps", 1}}}});
+  write_text(dir / "c.json", c.dump());
+  const std::string config = "--config " + (dir / "c.json").string();
+  const auto straight = trainer_cli(config + " --nproc-per-node 2 -o " + (dir / "straight").string());
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  // Each marker: wait for the step's line, then kill -9 one child of the launcher (a rank).
+  std::string kills;
+  for (const char* step : {"step 4/", "step 13/", "step 22/"})
+    kills += "for i in $(seq 600); do grep -q \"" + std::string(step) + "\" " + (dir / "killed.log").string() +
+             " && break; sleep 0.1; done; kill -KILL $(cut -d\" \" -f1 /proc/$p/task/$p/children); ";
+  const auto killed =
+      run_command("bash -c '" + std::string(TRAINER_BIN) + " " + config + " --nproc-per-node 2 --max-restarts 3 -o " +
+                  (dir / "killed").string() + " > " + (dir / "killed.log").string() + " 2>&1 & p=$!; " + kills +
+                  "wait $p; echo exit $?; cat " + (dir / "killed.log").string() + "'");
+  ASSERT_NE(killed.output.find("exit 0"), std::string::npos) << killed.output;
+  EXPECT_NE(killed.output.find("restart 3 of 3, from the run's newest good checkpoint"), std::string::npos)
+      << killed.output;
+  EXPECT_NE(killed.output.find("resume auto: continuing from"), std::string::npos) << killed.output;
+  const auto a = weights(dir / "straight" / "last.pt"), b = weights(dir / "killed" / "last.pt");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+  EXPECT_EQ(LoadedCheckpoint(dir / "killed" / "last.pt").meta().step, 32);
+}
+
 // PyTorch's own launcher (python3-torch ships torch.distributed.run): its agent serves the store and the
 // trainer's ranks join it as clients. Debian's torchrun cannot start any process: 1.13 on Python 3.11 fails in its
 // redirect handling (AttributeError), and 2.6 asks for a libuv store its build lacks. There the agent's part is
