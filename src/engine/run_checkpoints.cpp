@@ -54,6 +54,7 @@ void RunCheckpoints::save(const Session& s, const std::vector<fs::path>& also) {
 void RunCheckpoints::save_after_failure(const Session& s) { write(s, {}, {}); }
 
 void RunCheckpoints::write(const Session& s, const std::vector<fs::path>& also, const GeneratorRows& ranks) {
+  last_write_ = Clock::now();  // on every rank, writer or not: the ranks' timed-save votes stay in step
   if (dir_.empty()) return;
   CheckpointMeta meta;
   static_cast<TrainState&>(meta) = s.state;
@@ -76,7 +77,6 @@ void RunCheckpoints::write(const Session& s, const std::vector<fs::path>& also, 
     throw TrainError(e.message() + " (after step " + std::to_string(s.state.step) + ")" + last_good());
   }
   for (const auto& path : also) link_checkpoint(last_, path);
-  last_write_ = Clock::now();
 }
 
 void RunCheckpoints::save_step(const Session& s) {
