@@ -30,43 +30,50 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   auto ready = Clock::now();
   // The run's loader is already making this epoch's batches (and, as it drains, the next epoch's).
   const auto batches = static_cast<size_t>(r.plan.batches_per_epoch - run.start_batch);
-  for_each_device_batch(*r.loader, s.device, s.decoder.get(), batches, [&](ImageBatch& batch) {
-    const double waited = seconds_since(ready);
-    const auto compute_start = Clock::now();
-    if (micro == 0) {
-      set_learning_rate(*s.optimizer, r.lr = r.lr_now());
-      if (r.checkpoints.enabled()) step_start = compat::GeneratorStates::capture();
-    }
-    const bool last_of_epoch = s.state.batch_in_epoch + 1 == r.plan.batches_per_epoch;
-    // ---- the epoch's last batch: an evaluation after it starts reading its images now ----
-    if (last_of_epoch) start_evaluation_loader(r, epoch);
-    const bool last = micro + 1 == c.train.accumulate_steps || last_of_epoch;
-    try {
-      // Timed in its own statement: arguments of one call are evaluated in no fixed order, so
-      // seconds_since() beside train_micro_batch() could run before the step does.
-      const TrainedMicroBatch trained = train_micro_batch(s, batch, micro, last);
-      meter.add_micro_batch(trained, waited, seconds_since(compute_start));
-    } catch (const c10::Error& e) {
-      throw failed_step(r, epoch, micro, step_start, e);
-    }
-    ++s.state.batch_in_epoch;
-    const bool epoch_done = s.state.batch_in_epoch == r.plan.batches_per_epoch;
-    if (++micro == c.train.accumulate_steps || epoch_done) {
-      micro = 0;
-      // ---- the optimizer step; its loss and gradient norm stay on the device until the interval closes ----
-      const auto update_start = Clock::now();
-      const UpdateResult update = take_optimizer_step(s);
-      meter.end_step(update, seconds_since(update_start));
-      // ---- every log_every steps: check, log and record the interval ----
-      if (s.state.step % c.train.log_every == 0 && !meter.interval_empty()) close_log_interval(r, meter, epoch);
-      // ---- step checkpoints, early stops and signals (mid-epoch; the epoch end saves on its own) ----
-      run.stopped_by = save_mid_epoch(r, epoch, epoch_done);
-      if (run.stopped_by) return false;
-    }
-    show_progress(r, meter, epoch);
-    ready = Clock::now();
-    return true;
-  });
+  try {
+    for_each_device_batch(*r.loader, s.device, s.decoder.get(), batches, [&](ImageBatch& batch) {
+      const double waited = seconds_since(ready);
+      const auto compute_start = Clock::now();
+      if (micro == 0) {
+        set_learning_rate(*s.optimizer, r.lr = r.lr_now());
+        if (r.checkpoints.enabled()) step_start = compat::GeneratorStates::capture();
+      }
+      const bool last_of_epoch = s.state.batch_in_epoch + 1 == r.plan.batches_per_epoch;
+      // ---- the epoch's last batch: an evaluation after it starts reading its images now ----
+      if (last_of_epoch) start_evaluation_loader(r, epoch);
+      const bool last = micro + 1 == c.train.accumulate_steps || last_of_epoch;
+      try {
+        // Timed in its own statement: arguments of one call are evaluated in no fixed order, so
+        // seconds_since() beside train_micro_batch() could run before the step does.
+        const TrainedMicroBatch trained = train_micro_batch(s, batch, micro, last);
+        meter.add_micro_batch(trained, waited, seconds_since(compute_start));
+      } catch (const c10::Error& e) {
+        throw failed_step(r, epoch, micro, /*started=*/true, step_start, "libtorch failed",
+                          first_line(e.what_without_backtrace()));
+      }
+      ++s.state.batch_in_epoch;
+      const bool epoch_done = s.state.batch_in_epoch == r.plan.batches_per_epoch;
+      if (++micro == c.train.accumulate_steps || epoch_done) {
+        micro = 0;
+        // ---- the optimizer step; its loss and gradient norm stay on the device until the interval closes ----
+        const auto update_start = Clock::now();
+        const UpdateResult update = take_optimizer_step(s);
+        meter.end_step(update, seconds_since(update_start));
+        // ---- every log_every steps: check, log and record the interval ----
+        if (s.state.step % c.train.log_every == 0 && !meter.interval_empty()) close_log_interval(r, meter, epoch);
+        // ---- step checkpoints, early stops and signals (mid-epoch; the epoch end saves on its own) ----
+        run.stopped_by = save_mid_epoch(r, epoch, epoch_done);
+        if (run.stopped_by) return false;
+      }
+      show_progress(r, meter, epoch);
+      ready = Clock::now();
+      return true;
+    });
+  } catch (const DataError& e) {
+    // The loader could not make the next batch: the data went away mid-run. The last completed step is saved.
+    throw failed_step(r, epoch, micro, /*started=*/micro > 0, step_start, "reading the training data failed",
+                      e.message());
+  }
   r.progress.clear();
   if (!run.stopped_by) run.figures = meter.close_epoch();
   return run;

@@ -119,14 +119,14 @@ void log_start(FitRun& r) {
              warmup_steps(c.schedule, r.plan.length), describe_precision(r.s.step_options));
 }
 
-TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, const compat::GeneratorStates& step_start,
-                       const c10::Error& error) {
+TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, bool started, const compat::GeneratorStates& step_start,
+                       const std::string& what, const std::string& detail) {
   Session& s = r.s;
-  const std::string where = "libtorch failed in step " + std::to_string(s.state.step + 1) + " (epoch " +
-                            std::to_string(epoch + 1) + "): " + first_line(error.what_without_backtrace());
+  const std::string where =
+      what + " in step " + std::to_string(s.state.step + 1) + " (epoch " + std::to_string(epoch + 1) + "): " + detail;
   if (!r.checkpoints.enabled() || s.state.step == 0) return TrainError(where + r.checkpoints.last_good());
   s.state.batch_in_epoch -= micro;  // back to the step's first micro-batch
-  step_start.restore();
+  if (started) step_start.restore();
   r.progress.clear();
   if (s.run_dir.empty()) return TrainError(where);  // a rank other than 0: nothing to save here
   try {

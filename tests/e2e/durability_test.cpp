@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "e2e/e2e_support.hpp"
+#include "support/image_folder_fixture.hpp"
 #include "trainer/io/checkpoint.hpp"
 
 namespace trainer {
@@ -187,6 +188,34 @@ TEST(Durability, TimedCheckpointsAreWrittenMidEpoch) {
   size_t saves = 0;
   for (size_t at = log.find("saved "); at != std::string::npos; at = log.find("saved ", at + 1)) ++saves;
   EXPECT_GE(saves, 10u) << log;  // 16 steps: one each, but the last (the epoch end saves it)
+}
+
+// The training folder deleted mid-run (an unmounted network share): every read fails, the bad-image share
+// passes data.max_bad_fraction, and the run stops with one line after saving its last completed step.
+TEST(Durability, DataThatGoesAwayStopsTheRunAfterSavingTheLastStep) {
+  TempDir dir;
+  testing::write_image_folder(dir / "imagenet", {3, 8, 2, true});
+  const nlohmann::json c = {{"run", {{"seed", 4}, {"threads", 1}, {"plot", false}}},
+                            {"data",
+                             {{"kind", "imagenet"},
+                              {"root", (dir / "imagenet").string()},
+                              {"batch_size", 4},
+                              {"workers", 1},
+                              {"prefetch", 1},
+                              {"augment", {{"image_size", 16}}}}},
+                            {"model", {{"arch", "mnist_cnn"}, {"in_channels", 3}}},
+                            {"train", {{"epochs", 200}, {"log_every", 1}}}};
+  testing::write_text(dir / "c.json", c.dump());
+  const fs::path out = dir / "r", log = dir / "r.log";
+  const auto r = testing::run_command("bash -c '" + std::string(TRAINER_BIN) + " --config " +
+                                      (dir / "c.json").string() + " -o " + out.string() + " > " + log.string() +
+                                      " 2>&1 & p=$!; for i in $(seq 600); do grep -q \"epoch 3 step\" " + log.string() +
+                                      " && break; sleep 0.1; done; rm -rf " + (dir / "imagenet" / "train").string() +
+                                      "; wait $p; echo exit $?; cat " + log.string() + "'");
+  EXPECT_NE(r.output.find("exit 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error: train: reading the training data failed in step "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; saved " + (out / "last.pt").string() + " at step "), std::string::npos) << r.output;
+  EXPECT_GT(LoadedCheckpoint(out / "last.pt").meta().step, 12);  // past epoch 2's 6 steps each
 }
 
 }  // namespace
