@@ -19,6 +19,9 @@ uint32_t le(const std::vector<char>& b, size_t at, int bytes) {
 }  // namespace
 
 std::optional<std::string> first_damaged_record(const std::filesystem::path& zip) {
+  // Archives of 4 GiB and more use zip64 records, which are left to the reader (and not read into memory here).
+  std::error_code ec;
+  if (std::filesystem::file_size(zip, ec) >= 0xFFFFFFFFull || ec) return std::nullopt;
   std::ifstream in(zip, std::ios::binary);
   std::vector<char> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.eof() && in.fail()) return "cannot be read";
@@ -33,6 +36,7 @@ std::optional<std::string> first_damaged_record(const std::filesystem::path& zip
   }
   if (end == std::string::npos) return "no zip directory (not an archive, or cut short)";
   const uint32_t count = le(b, end + 10, 2), directory = le(b, end + 16, 4);
+  if (count == 0xFFFFu || directory == 0xFFFFFFFFu) return std::nullopt;  // zip64: left to the reader
   size_t at = directory;
   for (uint32_t n = 0; n < count; ++n) {
     if (at + 46 > b.size() || le(b, at, 4) != 0x02014b50) return "damaged zip directory";
@@ -46,8 +50,8 @@ std::optional<std::string> first_damaged_record(const std::filesystem::path& zip
     if (local + 30 > b.size() || le(b, local, 4) != 0x04034b50) return "record " + name + " has a damaged header";
     const size_t data = local + 30 + le(b, local + 26, 2) + le(b, local + 28, 2);
     if (data + stored > b.size()) return "record " + name + " is cut short";
-    const auto actual = static_cast<uint32_t>(
-        ::crc32(0L, reinterpret_cast<const Bytef*>(b.data() + data), static_cast<uInt>(stored)));
+    const auto actual =
+        static_cast<uint32_t>(::crc32(0L, reinterpret_cast<const Bytef*>(b.data() + data), static_cast<uInt>(stored)));
     if (actual != crc) return "record " + name + " does not match its CRC-32";
   }
   return std::nullopt;

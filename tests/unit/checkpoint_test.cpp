@@ -5,6 +5,7 @@
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/io/checkpoint.hpp"
+#include "trainer/io/zip_records.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/error.hpp"
@@ -122,6 +123,28 @@ TEST(Checkpoint, WeightsForAnotherModelShapeAreRefused) {
   other.model.num_classes = 7;
   auto model = build_model(other.model, {12, 12, 1});
   EXPECT_THROW(LoadedCheckpoint(dir / "ck.pt").restore_model(*model), CheckpointError);
+}
+
+// Every record of a LibTorch archive against its zip CRC-32: a flipped byte anywhere in a record is found and
+// named; a file cut short has no directory.
+TEST(ZipRecords, AFlippedByteInAnyRecordIsFound) {
+  TempDir dir;
+  torch::serialize::OutputArchive archive;
+  archive.write("a", torch::arange(1000, torch::kFloat));
+  archive.write("b", torch::ones({300}, torch::kDouble));
+  archive.save_to((dir / "x.pt").string());
+  EXPECT_EQ(first_damaged_record(dir / "x.pt"), std::nullopt);
+  std::string bytes = testing::read_text(dir / "x.pt");
+  const size_t at =
+      bytes.find(std::string(reinterpret_cast<const char*>(torch::arange(1000, torch::kFloat).data_ptr()), 64));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 100] ^= 0x40;
+  testing::write_text(dir / "x.pt", bytes);
+  const auto damaged = first_damaged_record(dir / "x.pt");
+  ASSERT_TRUE(damaged.has_value());
+  EXPECT_NE(damaged->find("does not match its CRC-32"), std::string::npos) << *damaged;
+  testing::write_text(dir / "cut.pt", bytes.substr(0, bytes.size() / 2));
+  EXPECT_EQ(first_damaged_record(dir / "cut.pt"), "no zip directory (not an archive, or cut short)");
 }
 
 }  // namespace
