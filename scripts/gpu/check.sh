@@ -175,12 +175,14 @@ arch=resnet50; size=224; batch=256; workers_list="2 4 8 16"
 photo_config "$work/photos12k.json" photos12k "$big" "$arch" "$batch" "$size" 2 true
 
 # ---- 6. the input pipeline's scaling: bench data at 2, 4, 8 and 16 workers, each past a warm-up round (a batch
-# per worker) and over 4 batches per worker; the main thread normalises on one core ----
+# per worker) and over 4 batches per worker, the CPU decoding (data.decode cpu); the main thread normalises on one
+# core ----
 part_start=$(date +%s)
 log "bench data scaling: $workers_list workers"
 scaling="{"
 for w in $workers_list; do
   if timeout 90 "$trainer" bench data --config "$work/photos12k.json" --set data.workers="$w" --set run.threads=1 \
+       --set data.decode=cpu \
        --warmup "$w" --batches $((4 * w)) --json >"$out/bench-data-$w.json" 2>"$out/bench-data-$w.err"; then
     scaling+="\"$w\": $(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["images_per_s"])' "$out/bench-data-$w.json"), "
   else
