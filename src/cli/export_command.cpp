@@ -143,11 +143,8 @@ int run_export(const ExportArgs& args) {
     const double diff = check_against_model(format, bytes, *model, input, batch > 0 ? batch : 2, args.output);
     checked = "runs: its logits match the checkpoint's within " + c10::str(diff);
   }
-  try {
-    write_file_atomically(args.output, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
-  } catch (const Error& e) {
-    throw ExportError(args.output + ": " + e.message());
-  }
+  // A failed write is a WriteError naming the file and the cause (exit 1), as for every file the trainer writes.
+  write_file_atomically(args.output, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const std::string shape = format.takes_opset_and_batch

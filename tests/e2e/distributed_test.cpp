@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <random>
+
 #include "e2e/e2e_support.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
@@ -186,8 +188,8 @@ TEST(Distributed, ARankKilledEndsTheLaunchNamingIt) {
   EXPECT_NE(r.output.find("error: train: rank 1 of 2 was killed by signal 9"), std::string::npos) << r.output;
 }
 
-// --max-restarts: a rank killed with kill -9 at three points (checkpoints every step); each time the launcher stops
-// the other, starts both again from the newest good checkpoint (--resume auto) and says so; the run ends with the
+// --max-restarts: a rank killed with kill -9 at three random points (checkpoints every step); each time the launcher
+// stops the other, starts both again from the newest good checkpoint (--resume auto) and says so; the run ends with the
 // weights of a run that was never killed, bit for bit.
 TEST(Distributed, KilledRanksAreRestartedAndTheRunEndsAsIfNeverKilled) {
   TempDir dir;
@@ -201,10 +203,17 @@ TEST(Distributed, KilledRanksAreRestartedAndTheRunEndsAsIfNeverKilled) {
   const auto straight = trainer_cli(config + " --nproc-per-node 2 -o " + (dir / "straight").string());
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
   // Each marker: wait for the step's line, then kill -9 one child of the launcher (a rank).
+  // Three steps drawn at random (seeded, so a failure repeats), apart enough that each restart has passed the
+  // previous one.
+  std::mt19937 rng(20261205);
+  std::vector<int> steps;
+  for (int lo : {2, 12, 22}) steps.push_back(std::uniform_int_distribution<int>(lo, lo + 7)(rng));
   std::string kills;
-  for (const char* step : {"step 4/", "step 13/", "step 22/"})
-    kills += "for i in $(seq 600); do grep -q \"" + std::string(step) + "\" " + (dir / "killed.log").string() +
+  for (int step : steps)
+    kills += "for i in $(seq 600); do grep -q \"step " + std::to_string(step) + "/\" " + (dir / "killed.log").string() +
              " && break; sleep 0.1; done; kill -KILL $(cut -d\" \" -f1 /proc/$p/task/$p/children); ";
+  SCOPED_TRACE("killed after steps " + std::to_string(steps[0]) + ", " + std::to_string(steps[1]) + ", " +
+               std::to_string(steps[2]));
   const auto killed =
       run_command("bash -c '" + std::string(TRAINER_BIN) + " " + config + " --nproc-per-node 2 --max-restarts 3 -o " +
                   (dir / "killed").string() + " > " + (dir / "killed.log").string() + " 2>&1 & p=$!; " + kills +

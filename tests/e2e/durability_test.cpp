@@ -35,7 +35,7 @@ void expect_one_line_write_error(const testing::CommandResult& r, const std::str
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("Exception raised from"), std::string::npos) << r.output;  // LibTorch's stack trace
-  const std::regex line("\nerror: cannot write [^\n]*: " + cause + "[^\n]*\n$");
+  const std::regex line("(^|\n)error: cannot write [^\n]*: " + cause + "[^\n]*\n$");
   EXPECT_TRUE(std::regex_search(r.output, line)) << r.output;
 }
 
@@ -92,6 +92,18 @@ TEST(Durability, WritesFailingAtRandomPointsEndInOneLineAndNoTemporaryFiles) {
     EXPECT_TRUE(leftovers(out).empty());
     EXPECT_FALSE(fs::exists(out / "last.pt"));  // none complete: each is larger than the limit
   }
+  // An export and an evaluation report, the other kinds of file, each under a limit below its size.
+  const fs::path probe_last = run.dir / "probe" / "last.pt";
+  for (const std::string& command :
+       {"export --checkpoint " + probe_last.string() + " -o " + (run.dir / "w.safetensors").string(),
+        "eval --checkpoint " + probe_last.string() + " --predictions " + (run.dir / "p.csv").string()}) {
+    const auto r =
+        testing::run_command("bash -c \"trap '' XFSZ; ulimit -f 4; " + std::string(TRAINER_BIN) + " " + command + "\"");
+    SCOPED_TRACE(command);
+    expect_one_line_write_error(r, "File too large");
+    EXPECT_TRUE(leftovers(run.dir.path()).empty());
+  }
+  EXPECT_FALSE(fs::exists(run.dir / "w.safetensors"));
 }
 
 // One bit flipped inside a weight tensor of a saved checkpoint (found by its bytes in the file): eval, resume and

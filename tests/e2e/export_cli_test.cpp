@@ -213,7 +213,7 @@ TEST_F(ExportCli, MistakesAreOneLineErrorsAndLeaveNoFile) {
       {"export --checkpoint " + (*dir_ / "small" / "last.pt").string() + " -o " + (d / "s.ts.pt").string() + " --ema",
        "holds no EMA weights"},
       {"export" + ck + " -o " + (d / "missing" / "out.onnx").string(), "does not exist"},
-      {"export" + ck + " -o " + (d / "taken.onnx").string() + " --format torchscript", "taken.onnx: cannot"},
+      {"export" + ck + " -o " + (d / "taken.onnx").string() + " --format torchscript", "taken.onnx: Is a directory"},
       {"export" + ck + out + " --opset 12", "--opset: 12 is outside 13.."},
       {"export" + ck + out + " --batch 0", "--batch: expected dynamic or a batch size > 0, got \"0\""},
       {"export" + ck + " -o " + (d / "o.ts.pt").string() + " --opset 13", "apply to --format onnx, not torchscript"},
@@ -228,7 +228,9 @@ TEST_F(ExportCli, MistakesAreOneLineErrorsAndLeaveNoFile) {
     if (args.find("onnx") != std::string::npos && args.find("--format torchscript") == std::string::npos) continue;
 #endif
     const auto r = trainer_cli(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    // A write that fails is exit 1 (issue of the disk, not of the command line); the other mistakes exit 2.
+    const int expected = message.find("Is a directory") != std::string::npos ? 1 : 2;
+    EXPECT_EQ(r.exit_code, expected) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << "\n" << r.output;
     EXPECT_EQ(folder_listing(d), before) << args << ": left a file behind";
