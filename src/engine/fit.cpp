@@ -48,8 +48,9 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
         const TrainedMicroBatch trained = train_micro_batch(s, batch, micro, last);
         meter.add_micro_batch(trained, waited, seconds_since(compute_start));
       } catch (const c10::Error& e) {
-        throw failed_step(r, epoch, micro, /*started=*/true, step_start, "libtorch failed",
-                          first_line(e.what_without_backtrace()));
+        const std::string what = "libtorch failed in step " + std::to_string(s.state.step + 1) + " (epoch " +
+                                 std::to_string(epoch + 1) + "): " + first_line(e.what_without_backtrace());
+        throw TrainError(what + save_last_completed_step(r, micro, /*started=*/true, step_start));
       }
       ++s.state.batch_in_epoch;
       const bool epoch_done = s.state.batch_in_epoch == r.plan.batches_per_epoch;
@@ -71,8 +72,7 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
     });
   } catch (const DataError& e) {
     // The loader could not make the next batch: the data went away mid-run. The last completed step is saved.
-    throw failed_step(r, epoch, micro, /*started=*/micro > 0, step_start, "reading the training data failed",
-                      e.message());
+    throw DataError(e.message() + save_last_completed_step(r, micro, /*started=*/micro > 0, step_start));
   }
   r.progress.clear();
   if (!run.stopped_by) run.figures = meter.close_epoch();

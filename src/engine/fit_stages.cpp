@@ -119,23 +119,21 @@ void log_start(FitRun& r) {
              warmup_steps(c.schedule, r.plan.length), describe_precision(r.s.step_options));
 }
 
-TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, bool started, const compat::GeneratorStates& step_start,
-                       const std::string& what, const std::string& detail) {
+std::string save_last_completed_step(FitRun& r, int64_t micro, bool started,
+                                     const compat::GeneratorStates& step_start) {
   Session& s = r.s;
-  const std::string where =
-      what + " in step " + std::to_string(s.state.step + 1) + " (epoch " + std::to_string(epoch + 1) + "): " + detail;
-  if (!r.checkpoints.enabled() || s.state.step == 0) return TrainError(where + r.checkpoints.last_good());
+  if (!r.checkpoints.enabled() || s.state.step == 0) return r.checkpoints.last_good();
   s.state.batch_in_epoch -= micro;  // back to the step's first micro-batch
   if (started) step_start.restore();
   r.progress.clear();
-  if (s.run_dir.empty()) return TrainError(where);  // a rank other than 0: nothing to save here
+  if (s.run_dir.empty()) return std::string();  // a rank other than 0: nothing to save here
   try {
     r.checkpoints.save_after_failure(s);
   } catch (const Error& e) {
-    return TrainError(where + "; saving the last completed step failed too: " + e.message());
+    return "; saving the last completed step failed too: " + e.message();
   }
-  return TrainError(where + "; saved " + r.checkpoints.last().string() + " at step " + std::to_string(s.state.step) +
-                    ": resume with trainer --resume " + r.checkpoints.last().string());
+  return "; saved " + r.checkpoints.last().string() + " at step " + std::to_string(s.state.step) +
+         ": resume with trainer --resume " + r.checkpoints.last().string();
 }
 
 void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch) {

@@ -60,14 +60,14 @@ struct EpochRun {
 // "training 3 epochs x 188 steps (batch 64, 2 loader workers), lr 0.01 (0 warmup steps), float32"
 void log_start(FitRun& r);
 EpochRun run_epoch(FitRun& r, int64_t epoch);
-// A libtorch error in a forward or backward pass (CUDA out of memory, a kernel's check), or training data that
-// went away (its folder deleted or unmounted: more unreadable images than data.max_bad_fraction): the weights,
-// optimizer, scaler and EMA are still those of the last completed step, so they are saved as last.pt with that
-// step's data position and generator states (`--resume` then runs the step as if it had never begun). `started`:
-// the failure came inside the step (its generators are rewound to `step_start`); `micro` micro-batches of it had
-// been taken. Returns the TrainError to throw: "<what> in step N (epoch E): <detail>", then the checkpoint.
-TrainError failed_step(FitRun& r, int64_t epoch, int64_t micro, bool started, const compat::GeneratorStates& step_start,
-                       const std::string& what, const std::string& detail);
+// A step that cannot complete: a libtorch error in its forward or backward pass (CUDA out of memory, a kernel's
+// check), or training data that went away (its folder deleted or unmounted: more unreadable images than
+// data.max_bad_fraction). The weights, optimizer, scaler and EMA are still those of the last completed step, so
+// they are saved as last.pt with that step's data position and generator states (`--resume` then runs the step
+// as if it had never begun). `started`: the failure came inside the step (its generators are rewound to
+// `step_start`); `micro` micro-batches of it had been taken. Returns the end of the error message: "; saved
+// RUN/last.pt at step N: resume with ..." (or the last good checkpoint, when nothing could be saved).
+std::string save_last_completed_step(FitRun& r, int64_t micro, bool started, const compat::GeneratorStates& step_start);
 
 // Closes the open log interval: a non-finite loss stops the run; otherwise a log line and a "train" row.
 void close_log_interval(FitRun& r, TrainMeter& meter, int64_t epoch);

@@ -154,7 +154,9 @@ TEST(Durability, ResumeAutoContinuesFromTheNewestGoodCheckpoint) {
   EXPECT_NE(r.output.find("resume auto: no run folder " + out.string() + " yet; starting a new run there"),
             std::string::npos)
       << r.output;
-  r = testing::trainer_cli(again + " --stop-after-step 9");
+  // The config's run.resume auto does the same as --resume auto.
+  r = testing::trainer_cli("--config " + run.config.string() + " -o " + out.string() +
+                           " --set run.resume=auto --stop-after-step 9");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resume auto: continuing from " + (out / "last.pt").string() + " (step 3,"),
             std::string::npos)
@@ -203,7 +205,8 @@ TEST(Durability, TimedCheckpointsAreWrittenMidEpoch) {
 }
 
 // The training folder deleted mid-run (an unmounted network share): every read fails, the bad-image share
-// passes data.max_bad_fraction, and the run stops with one line after saving its last completed step.
+// passes data.max_bad_fraction, and the run stops with that data error (exit 2) after saving its last completed
+// step.
 TEST(Durability, DataThatGoesAwayStopsTheRunAfterSavingTheLastStep) {
   TempDir dir;
   testing::write_image_folder(dir / "imagenet", {3, 8, 2, true});
@@ -224,8 +227,9 @@ TEST(Durability, DataThatGoesAwayStopsTheRunAfterSavingTheLastStep) {
                                       " 2>&1 & p=$!; for i in $(seq 600); do grep -q \"epoch 3 step\" " + log.string() +
                                       " && break; sleep 0.1; done; rm -rf " + (dir / "imagenet" / "train").string() +
                                       "; wait $p; echo exit $?; cat " + log.string() + "'");
-  EXPECT_NE(r.output.find("exit 1"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("error: train: reading the training data failed in step "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exit 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error: data: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("could not be read, more than data.max_bad_fraction"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("; saved " + (out / "last.pt").string() + " at step "), std::string::npos) << r.output;
   EXPECT_GT(LoadedCheckpoint(out / "last.pt").meta().step, 12);  // past epoch 2's 6 steps each
 }
