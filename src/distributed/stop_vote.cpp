@@ -11,7 +11,7 @@ namespace trainer {
 
 struct StopVote::Pending {
   int own = 0;
-  torch::Tensor sums;                // {ranks with a signal, sum of their signals}, on the host
+  torch::Tensor sums;                // {ranks with a signal, sum of their signals, ranks due a timed save}, host
   std::optional<c10::Event> copied;  // NCCL: recorded on the device's stream after the copy into `sums`
 
   // Waits for the copy by polling: LibTorch 1.13's device-generic event can only be queried. The copy sits
