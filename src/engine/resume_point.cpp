@@ -30,28 +30,30 @@ ResumePoint find_resume_point(const fs::path& run_dir) {
     point.notes.push_back("resume auto: no run folder " + run_dir.string() + " yet; starting a new run there");
     return point;
   }
-  // Each readable candidate with its step; files that do not load are passed over now.
-  std::vector<std::pair<int64_t, fs::path>> candidates;
+  // Each readable candidate, opened once (its bytes checked); files that do not open are passed over now.
+  std::vector<LoadedCheckpoint> candidates;
   for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
     if (!entry.is_regular_file() || !is_checkpoint_name(entry.path().filename().string())) continue;
     try {
-      candidates.emplace_back(LoadedCheckpoint(entry.path()).meta().step, entry.path());
+      candidates.emplace_back(entry.path());
     } catch (const Error& e) {
       point.notes.push_back("resume auto: passing over " + entry.path().string() + ": " + e.message());
     }
   }
   // Newest step first; at equal steps last.pt (the others are its hard links).
-  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first > b.first;
-    return (a.second.filename() == "last.pt") > (b.second.filename() == "last.pt");
+  std::sort(candidates.begin(), candidates.end(), [](const LoadedCheckpoint& a, const LoadedCheckpoint& b) {
+    if (a.meta().step != b.meta().step) return a.meta().step > b.meta().step;
+    return (a.path().filename() == "last.pt") > (b.path().filename() == "last.pt");
   });
-  for (const auto& [step, path] : candidates) {
+  for (const LoadedCheckpoint& checkpoint : candidates) {
+    const fs::path& path = checkpoint.path();
     try {
-      const LoadedCheckpoint checkpoint(path);
+      // The weights restored into the model its config builds: they fit.
       const Config config = config_for_checkpoint(checkpoint, "", {}).config;
-      model_from_checkpoint(checkpoint, config.model, checkpoint.meta().input, /*ema=*/false);  // checks every weight
+      model_from_checkpoint(checkpoint, config.model, checkpoint.meta().input, /*ema=*/false);
       point.checkpoint = path;
-      point.notes.push_back("resume auto: continuing from " + path.string() + " (step " + std::to_string(step) +
+      point.notes.push_back("resume auto: continuing from " + path.string() + " (step " +
+                            std::to_string(checkpoint.meta().step) +
                             ", the newest checkpoint that loads and passes its checksums)");
       return point;
     } catch (const Error& e) {

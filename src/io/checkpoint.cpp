@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "trainer/io/tfrecord.hpp"
 #include "trainer/io/zip_records.hpp"
@@ -191,9 +192,18 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     : path_(path), archive_(std::make_shared<torch::serialize::InputArchive>()) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw CheckpointError(path.string() + ": no such file");
+  // Read once: LibTorch loads from these bytes and their records' CRCs are checked on them. Files of 4 GiB and
+  // more (zip64) are left to LibTorch, unchecked, rather than held in memory.
+  std::string bytes;
+  if (fs::file_size(path, ec) < 0xFFFFFFFFull && !ec) {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) throw CheckpointError(path.string() + ": read failed");
+  }
   c10::IValue meta_value;
   try {
-    archive_->load_from(path.string());
+    if (bytes.empty()) archive_->load_from(path.string());
+    else archive_->load_from(bytes.data(), bytes.size());
     archive_->read("meta", meta_value);
   } catch (const c10::Error& e) {
     throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" +
@@ -204,7 +214,7 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   if (archive_->try_read("checksums", sums_value) && sums_value.isString())
     checksums_ = json::parse(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
   // Every byte against its record's CRC-32, before anything is restored from the file.
-  if (const auto damaged = first_damaged_record(path))
+  if (const auto damaged = bytes.empty() ? std::nullopt : first_damaged_record(bytes.data(), bytes.size()))
     throw CheckpointError(path.string() + ": " + damaged_part(*damaged) +
                           ": the file was damaged after it was written (bit rot, an interrupted copy); use an earlier "
                           "checkpoint or another copy");

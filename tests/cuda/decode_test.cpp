@@ -66,17 +66,29 @@ std::vector<torch::Tensor> train_images(const std::shared_ptr<const ImageSource>
   return out;
 }
 
+// The folder, its training split and an nvJPEG decoder, as each test here starts.
+struct GpuFolder {
+  testing::TempDir dir;
+  DataConfig data;
+  std::shared_ptr<const FolderSource> source;
+  std::unique_ptr<BatchDecoder> decoder;
+  GpuFolder() : data(gpu_folder_config(dir.path())) {
+    write_gpu_folder(dir.path());
+    source = open_image_folder(data, true, 3, 3);
+    decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
+  }
+};
+
 // nvJPEG's IDCT and upsampling and the antialiased resize on the GPU differ from libjpeg + Pillow-exact
 // resampling: close, not equal. The figures are printed for the README.
 TEST(CudaDecode, NvjpegBatchesAreCloseToTheCpuPath) {
   REQUIRE_NVJPEG();
-  testing::TempDir dir;
-  write_gpu_folder(dir.path());
-  const DataConfig data = gpu_folder_config(dir.path());
-  const auto source = open_image_folder(data, true, 3, 3);
-  auto decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
+  const GpuFolder f;
+  const DataConfig& data = f.data;
+  const auto& source = f.source;
+  BatchDecoder* decoder = f.decoder.get();
   std::printf("decoder: %s\n", decoder->describe().c_str());
-  const auto gpu = train_images(source, data, decoder.get()), cpu = train_images(source, data, nullptr);
+  const auto gpu = train_images(source, data, decoder), cpu = train_images(source, data, nullptr);
   ASSERT_EQ(gpu.size(), cpu.size());
   double sum = 0, worst = 0;
   int64_t count = 0;
@@ -95,13 +107,12 @@ TEST(CudaDecode, NvjpegBatchesAreCloseToTheCpuPath) {
 // batches of the first bit for bit.
 TEST(CudaDecode, GpuDecodedBatchesRepeatExactly) {
   REQUIRE_NVJPEG();
-  testing::TempDir dir;
-  write_gpu_folder(dir.path());
-  const DataConfig data = gpu_folder_config(dir.path());
-  const auto source = open_image_folder(data, true, 3, 3);
-  auto decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
-  const auto a = train_images(source, data, decoder.get()), b = train_images(source, data, decoder.get());
-  const auto resumed = train_images(source, data, decoder.get(), /*start=*/2);
+  const GpuFolder f;
+  const DataConfig& data = f.data;
+  const auto& source = f.source;
+  BatchDecoder* decoder = f.decoder.get();
+  const auto a = train_images(source, data, decoder), b = train_images(source, data, decoder);
+  const auto resumed = train_images(source, data, decoder, /*start=*/2);
   ASSERT_EQ(a.size(), b.size());
   ASSERT_EQ(resumed.size() + 2, a.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
