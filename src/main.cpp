@@ -8,7 +8,7 @@
 
 #include "trainer/cli/commands.hpp"
 #include "trainer/data/image_decode.hpp"
-#include "trainer/util/allocator.hpp"
+#include "trainer/platform/process.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 

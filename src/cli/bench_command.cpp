@@ -50,7 +50,7 @@ void print_step_timing(const BenchArgs& a, const StepTiming& t) {
                         {"step_ms_median", med},
                         {"step_ms", t.step_ms},
                         {"images_per_s", images_per_s},
-                        {"peak_rss_mib", peak_rss_mib()}};
+                        {"peak_rss_mib", peak_resident_mib()}};
     if (gpu_memory.known) {
       j["cuda_peak_allocated_mib"] = gpu_memory.peak_allocated_mib;
       j["cuda_peak_reserved_mib"] = gpu_memory.peak_reserved_mib;
@@ -64,7 +64,7 @@ void print_step_timing(const BenchArgs& a, const StepTiming& t) {
       a.arch.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.size), t.channels_last ? "on" : "off",
       t.precision.c_str(), t.loss_scaler && !t.precision_has_scaler ? " + loss scaler" : "",
       a.clip > 0 ? " + clipping" : "", a.ema ? " + EMA" : "", torch::get_num_threads(), t.device.str().c_str(), med,
-      static_cast<long long>(a.steps), images_per_s, peak_rss_mib());
+      static_cast<long long>(a.steps), images_per_s, peak_resident_mib());
   if (gpu_memory.known)
     std::printf("  GPU memory peak: %.0f MiB allocated, %.0f MiB reserved\n", gpu_memory.peak_allocated_mib,
                 gpu_memory.peak_reserved_mib);

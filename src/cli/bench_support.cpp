@@ -1,18 +1,10 @@
 #include "trainer/cli/bench_support.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
-
-double peak_rss_mib() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
-}
 
 CudaMemory cuda_peak_memory(const torch::Device& device) {
   CudaMemory m;

@@ -109,7 +109,7 @@ int run_config_bench(const BenchArgs& a) {
                       {"steps", a.steps},
                       {"images_per_s", images_per_s},
                       {"step_ms_median", median(compute_ms)},
-                      {"peak_rss_mib", peak_rss_mib()}};
+                      {"peak_rss_mib", peak_resident_mib()}};
   if (a.mode == "train") {
     j["data_wait_ms_median"] = median(wait_ms);
     j["data_wait_share"] = share;
@@ -130,7 +130,7 @@ int run_config_bench(const BenchArgs& a) {
       torch::get_num_threads(), images_per_s, static_cast<long long>(a.steps), median(compute_ms));
   if (a.mode == "train")
     std::printf(", data wait %.1f ms (median), %.0f%% of the time", median(wait_ms), 100.0 * share);
-  std::printf("; peak RSS %.0f MiB", peak_rss_mib());
+  std::printf("; peak RSS %.0f MiB", peak_resident_mib());
   if (cuda.known)
     std::printf(", CUDA peak %.0f MiB allocated / %.0f MiB reserved", cuda.peak_allocated_mib, cuda.peak_reserved_mib);
   std::printf("\n");

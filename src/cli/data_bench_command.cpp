@@ -139,7 +139,7 @@ int run_data_bench(const DataBenchArgs& a) {
     out["normalize_ms_per_batch"] = 1000.0 * normalize_s / static_cast<double>(a.batches);
   }
   out["images_per_s"] = images_per_s;
-  out["peak_rss_mib"] = peak_rss_mib();
+  out["peak_rss_mib"] = peak_resident_mib();
   if (a.json) {
     std::printf("%s\n", out.dump().c_str());
   } else {
@@ -148,7 +148,7 @@ int run_data_bench(const DataBenchArgs& a) {
                 : a.eval      ? "eval pipeline"
                               : "train pipeline",
                 images_per_s, static_cast<long long>(out["images"].get<int64_t>()), std::max<size_t>(1, workers),
-                peak_rss_mib());
+                peak_resident_mib());
     if (!a.decode_only)
       std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
                   out["normalize_ms_per_batch"].get<double>());

@@ -1,6 +1,5 @@
 // `trainer doctor`: "will my run work on this machine?", one line per check (ok / warning / failed + hint).
 #include <ATen/Parallel.h>
-#include <dlfcn.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -17,6 +16,7 @@
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
+#include "trainer/platform/process.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/device.hpp"
@@ -68,12 +68,8 @@ std::string gib(double bytes) {
 // The BLAS library mapped into this process: Debian's LibTorch uses whichever libblas.so.3 the alternatives
 // system points at, and the generic reference one is several times slower for linear layers.
 std::string loaded_blas() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line, found;
-  while (std::getline(maps, line)) {
-    const auto slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    const std::string path = line.substr(slash);
+  std::string found;
+  for (const std::string& path : loaded_library_paths()) {
     for (const char* name : {"openblas", "mkl_rt", "libmkl", "blis", "/blas/libblas", "libblas"})
       if (path.find(name) != std::string::npos && found.empty()) found = path;
   }
@@ -110,17 +106,16 @@ struct DriverInfo {
 };
 DriverInfo cuda_driver_info(int index) {
   DriverInfo info;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+  void* lib = load_cuda_driver();
   if (!lib) return info;
   using Init = int (*)(unsigned);
   using Get = int (*)(int*, int);
   using Name = int (*)(char*, int, int);
   using Total = int (*)(size_t*, int);
-  auto init = reinterpret_cast<Init>(dlsym(lib, "cuInit"));
-  auto get = reinterpret_cast<Get>(dlsym(lib, "cuDeviceGet"));
-  auto name = reinterpret_cast<Name>(dlsym(lib, "cuDeviceGetName"));
-  auto total = reinterpret_cast<Total>(dlsym(lib, "cuDeviceTotalMem_v2"));
+  auto init = reinterpret_cast<Init>(library_symbol(lib, "cuInit"));
+  auto get = reinterpret_cast<Get>(library_symbol(lib, "cuDeviceGet"));
+  auto name = reinterpret_cast<Name>(library_symbol(lib, "cuDeviceGetName"));
+  auto total = reinterpret_cast<Total>(library_symbol(lib, "cuDeviceTotalMem_v2"));
   int device = 0;
   char buffer[256] = {};
   if (init && get && name && init(0) == 0 && get(&device, index) == 0 && name(buffer, sizeof(buffer) - 1, device) == 0)

@@ -18,7 +18,8 @@
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
-#include "trainer/util/stop_signals.hpp"
+#include "trainer/platform/stop_requests.hpp"
+#include "trainer/platform/process.hpp"
 #include "trainer/util/text.hpp"
 
 namespace trainer {
@@ -87,17 +88,10 @@ std::optional<std::string> environment_variable(const std::string& name) {
 
 EnvironmentLookup process_environment() { return environment_variable; }
 
-// This process's own command line (/proc/self/cmdline) without the launcher's options (--nproc-per-node,
-// --max-restarts) and their values: what each rank the launcher starts runs.
+// This process's own command line without the launcher's options (--nproc-per-node, --max-restarts) and their
+// values: what each rank the launcher starts runs.
 std::vector<std::string> command_line_without_launcher_option() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> all;
-  for (size_t start = 0, end = 0; start < raw.size(); start = end + 1) {
-    end = raw.find('\0', start);
-    if (end == std::string::npos) end = raw.size();
-    all.push_back(raw.substr(start, end - start));
-  }
+  const std::vector<std::string> all = own_command_line();
   std::vector<std::string> kept;
   for (size_t i = 0; i < all.size(); ++i) {
     if (all[i] == "--nproc-per-node" || all[i] == "--max-restarts") {

@@ -2,10 +2,9 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include <cstdio>
-#include <cstring>
 #include <memory>
 
+#include "trainer/platform/files.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -66,18 +65,8 @@ void probe_jpeg(const std::vector<uint8_t>& b, ImageInfo& info) {
 void run_image_ops_on_calling_thread() { cv::setNumThreads(0); }
 
 std::vector<uint8_t> read_file_bytes(const fs::path& file) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
-  if (!f) throw DataError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
   std::vector<uint8_t> bytes;
-  if (std::fseek(f.get(), 0, SEEK_END) == 0) {
-    const long size = std::ftell(f.get());
-    if (size > 0) bytes.reserve(static_cast<size_t>(size));
-    std::fseek(f.get(), 0, SEEK_SET);
-  }
-  uint8_t chunk[1 << 16];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
-  if (std::ferror(f.get())) throw DataError(file.string() + ": read error (" + std::strerror(errno) + ")");
+  if (const auto ec = read_file(file, bytes)) throw DataError(file.string() + ": cannot open (" + ec.message() + ")");
   if (bytes.empty()) throw DataError(file.string() + ": empty file");
   return bytes;
 }

@@ -2,13 +2,13 @@
 
 #include <ATen/Context.h>
 
-#include <cstdlib>
+#include "trainer/platform/process.hpp"
 
 namespace trainer {
 
 void apply_backend_settings(const RunConfig& run) {
   auto& context = at::globalContext();
-  if (run.deterministic) ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  if (run.deterministic) set_environment_default("CUBLAS_WORKSPACE_CONFIG", ":4096:8");
   context.setDeterministicAlgorithms(run.deterministic, /*warn_only=*/false);
   context.setDeterministicCuDNN(run.deterministic);
   context.setBenchmarkCuDNN(run.cudnn_benchmark && !run.deterministic);

@@ -10,6 +10,7 @@
 #include "trainer/data/loaders.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/clock.hpp"
+#include "trainer/util/text.hpp"
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {

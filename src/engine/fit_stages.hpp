@@ -14,7 +14,7 @@
 #include "trainer/engine/train_meter.hpp"
 #include "trainer/optim/schedule.hpp"
 #include "trainer/util/error.hpp"
-#include "trainer/util/stop_signals.hpp"
+#include "trainer/platform/stop_requests.hpp"
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
@@ -41,7 +41,7 @@ struct FitRun {
   std::shared_ptr<Loader> eval_loader;
   RunCheckpoints checkpoints;
   ProgressLine progress;
-  StopSignals stop;
+  StopRequests stop;
   std::unique_ptr<StopVote> stop_vote;  // data-parallel: the ranks' agreement to stop (null: one process)
   spdlog::logger& log;                  // console and train.log
   spdlog::logger& step_log;             // the step lines: train.log alone while the console shows the progress line

@@ -3,7 +3,6 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/models/sync_batch_norm.hpp"
+#include "trainer/platform/process.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/device.hpp"
@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 RunLogs make_run_logs(const fs::path& run_dir) {
   RunLogs logs;
-  logs.interactive = ::isatty(STDOUT_FILENO) == 1;
+  logs.interactive = stdout_is_terminal();
   auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
   console->set_pattern("[%H:%M:%S] %v");
   std::vector<spdlog::sink_ptr> file_sinks;

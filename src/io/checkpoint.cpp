@@ -4,11 +4,10 @@
 #include <torch/torch.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "trainer/io/tfrecord.hpp"
 #include "trainer/io/zip_records.hpp"
+#include "trainer/platform/files.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -160,33 +159,7 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
   write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
 }
 
-namespace {
-
-void copy_checkpoint(const fs::path& from, const fs::path& to) {
-  std::ifstream in(from, std::ios::binary);
-  if (!in) throw CheckpointError(from.string() + ": cannot open");
-  write_file_atomically(to, [&](const ByteSink& sink) {
-    std::vector<char> buffer(1 << 20);
-    while (in) {
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      if (in.gcount() > 0) sink(buffer.data(), static_cast<size_t>(in.gcount()));
-    }
-    if (in.bad()) throw CheckpointError(from.string() + ": read failed");
-  });
-}
-
-}  // namespace
-
-void link_checkpoint(const fs::path& from, const fs::path& to) {
-  const fs::path temp = to.string() + ".link";
-  std::error_code ec;
-  fs::remove(temp, ec);
-  fs::create_hard_link(from, temp, ec);
-  if (!ec) fs::rename(temp, to, ec);
-  if (!ec) return;
-  fs::remove(temp, ec);
-  copy_checkpoint(from, to);
-}
+void link_checkpoint(const fs::path& from, const fs::path& to) { link_file_atomically(from, to); }
 
 LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     : path_(path), archive_(std::make_shared<torch::serialize::InputArchive>()) {
@@ -194,16 +167,14 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   if (!fs::is_regular_file(path, ec)) throw CheckpointError(path.string() + ": no such file");
   // Read once: LibTorch loads from these bytes and their records' CRCs are checked on them. Files of 4 GiB and
   // more (zip64) are left to LibTorch, unchecked, rather than held in memory.
-  std::string bytes;
-  if (fs::file_size(path, ec) < 0xFFFFFFFFull && !ec) {
-    std::ifstream in(path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (in.bad()) throw CheckpointError(path.string() + ": read failed");
-  }
+  std::vector<uint8_t> bytes;
+  if (fs::file_size(path, ec) < 0xFFFFFFFFull && !ec)
+    if (const auto failed = read_file(path, bytes))
+      throw CheckpointError(path.string() + ": cannot read (" + failed.message() + ")");
   c10::IValue meta_value;
   try {
     if (bytes.empty()) archive_->load_from(path.string());
-    else archive_->load_from(bytes.data(), bytes.size());
+    else archive_->load_from(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     archive_->read("meta", meta_value);
   } catch (const c10::Error& e) {
     throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" +
@@ -214,7 +185,7 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   if (archive_->try_read("checksums", sums_value) && sums_value.isString())
     checksums_ = json::parse(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
   // Every byte against its record's CRC-32, before anything is restored from the file.
-  if (const auto damaged = bytes.empty() ? std::nullopt : first_damaged_record(bytes.data(), bytes.size()))
+  if (const auto damaged = bytes.empty() ? std::nullopt : first_damaged_record(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
     throw CheckpointError(path.string() + ": " + damaged_part(*damaged) +
                           ": the file was damaged after it was written (bit rot, an interrupted copy); use an earlier "
                           "checkpoint or another copy");

@@ -1,13 +1,12 @@
 #include "trainer/io/tensorboard.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include "trainer/io/tfrecord.hpp"
+#include "trainer/platform/process.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/write_error.hpp"
 
@@ -55,15 +54,6 @@ std::string event_header(double wall_time, int64_t step) {
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || !name[0]) return "localhost";
-  std::string s(name);
-  for (char& ch : s)
-    if (ch == '/' || ch == ' ') ch = '_';
-  return s;
 }
 
 bool is_event_file(const fs::path& p) { return p.filename().string().rfind("events.out.tfevents.", 0) == 0; }
@@ -129,7 +119,7 @@ TensorBoardWriter::TensorBoardWriter(const fs::path& dir, std::optional<int64_t>
 
   const double wall = now_seconds();
   std::string name = "events.out.tfevents." + std::to_string(static_cast<int64_t>(wall)) + "." + host_name() + "." +
-                     std::to_string(getpid());
+                     std::to_string(process_id());
   file_ = dir / name;
   for (int n = 1; fs::exists(file_) || std::find(earlier.begin(), earlier.end(), file_) != earlier.end(); ++n)
     file_ = dir / (name + "." + std::to_string(n));

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 namespace trainer {
@@ -25,8 +24,8 @@ std::string byte_size(uint64_t bytes) {
   return text;
 }
 
-WriteError write_failure(const fs::path& file, int error_number, std::optional<uint64_t> needed) {
-  std::string message = "cannot write " + file.string() + ": " + std::strerror(error_number);
+WriteError write_failure(const fs::path& file, const std::error_code& cause, std::optional<uint64_t> needed) {
+  std::string message = "cannot write " + file.string() + ": " + cause.message();
   if (needed) {
     message += " (it needs " + byte_size(*needed);
     if (const auto free = free_bytes(file.parent_path())) message += "; " + byte_size(*free) + " free there";
@@ -36,7 +35,7 @@ WriteError write_failure(const fs::path& file, int error_number, std::optional<u
 }
 
 void check_written(const std::ostream& out, const fs::path& file) {
-  if (!out) throw write_failure(file, errno != 0 ? errno : EIO);
+  if (!out) throw write_failure(file, std::error_code(errno != 0 ? errno : EIO, std::generic_category()));
 }
 
 }  // namespace trainer

@@ -1,14 +1,14 @@
-// Measuring helpers shared by the bench commands: peak memory of the process and of CUDA devices, medians.
+// Measuring helpers shared by the bench commands: peak memory of CUDA devices, medians (the process's own peak
+// is peak_resident_mib() in platform/process.hpp).
 #pragma once
 
 #include <torch/types.h>
 
 #include <vector>
 
-namespace trainer {
+#include "trainer/platform/process.hpp"
 
-// Peak resident set size of this process so far, MiB.
-double peak_rss_mib();
+namespace trainer {
 
 struct CudaMemory {
   bool known = false;  // false on CPU builds or CPU devices

@@ -1,5 +1,5 @@
 // Writes a file so that a crash or failure at any instant leaves either the old file or the complete
-// new one: the bytes go to a temporary file in the same folder, are flushed to disk, then renamed.
+// new one: the bytes go to a temporary file in the same folder, are flushed to disk, then moved over the old one.
 //   write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
 #pragma once
 
@@ -18,5 +18,10 @@ using ByteSink = std::function<size_t(const void* data, size_t size)>;
 // (no space, I/O error, read-only, quota) is a WriteError naming `path`, the cause, the bytes the file needs and
 // the free space there.
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(const ByteSink&)>& produce);
+
+// Makes `to` a second name of `from`: a hard link made beside `to` and moved over it in one step, or, where the
+// file system has no hard links (FAT32, exFAT, some network shares), an atomic copy. A failure is a WriteError
+// naming `to`.
+void link_file_atomically(const std::filesystem::path& from, const std::filesystem::path& to);
 
 }  // namespace trainer

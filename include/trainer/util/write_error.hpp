@@ -9,16 +9,18 @@
 #include <filesystem>
 #include <optional>
 #include <ostream>
+#include <system_error>
 
 #include "trainer/util/error.hpp"
 
 namespace trainer {
 
-// The error for `file` failing with `error_number` (errno); with `needed`, the bytes the file needs and the free
-// space of its file system.
-WriteError write_failure(const std::filesystem::path& file, int error_number, std::optional<uint64_t> needed = {});
+// The error for `file` failing with `cause`; with `needed`, the bytes the file needs and the free space of its
+// file system.
+WriteError write_failure(const std::filesystem::path& file, const std::error_code& cause,
+                         std::optional<uint64_t> needed = {});
 
-// Throws write_failure(file, errno) when `out` has failed (after a write and flush).
+// Throws write_failure(file, errno's cause) when `out` has failed (after a write and flush).
 void check_written(const std::ostream& out, const std::filesystem::path& file);
 
 // Free bytes for an unprivileged writer in the file system that holds `dir` (nullopt when unknown).

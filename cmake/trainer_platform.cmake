@@ -1,0 +1,28 @@
+# The platform layer (every operating-system call, src/platform/<os>/) and what is built on it alone: atomic
+# files, write errors and the built-in launcher. It needs no LibTorch, so the Windows lane builds it and its tests
+# with MinGW and runs them under Wine (tests/platform/CMakeLists.txt includes this file too).
+get_filename_component(TRAINER_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+if(WIN32)
+  set(TRAINER_PLATFORM_OS windows)
+else()
+  set(TRAINER_PLATFORM_OS posix)
+endif()
+add_library(trainer_platform STATIC
+  ${TRAINER_ROOT}/src/platform/${TRAINER_PLATFORM_OS}/child_process.cpp
+  ${TRAINER_ROOT}/src/platform/${TRAINER_PLATFORM_OS}/files.cpp
+  ${TRAINER_ROOT}/src/platform/${TRAINER_PLATFORM_OS}/process.cpp
+  ${TRAINER_ROOT}/src/platform/${TRAINER_PLATFORM_OS}/stop_requests.cpp
+  ${TRAINER_ROOT}/src/util/atomic_file.cpp
+  ${TRAINER_ROOT}/src/util/write_error.cpp
+  ${TRAINER_ROOT}/src/distributed/launcher.cpp)
+target_include_directories(trainer_platform PUBLIC ${TRAINER_ROOT}/include)
+target_compile_features(trainer_platform PUBLIC cxx_std_17)
+if(WIN32)
+  # Wide (UTF-16) Windows calls throughout; sockets for the launcher's free port, psapi for memory and modules,
+  # shell32 for the command line.
+  target_compile_definitions(trainer_platform PUBLIC UNICODE _UNICODE)
+  target_link_libraries(trainer_platform PUBLIC ws2_32 psapi shell32)
+else()
+  find_package(Threads REQUIRED)
+  target_link_libraries(trainer_platform PUBLIC Threads::Threads ${CMAKE_DL_LIBS})
+endif()

@@ -1,0 +1,54 @@
+// The file operations whose guarantees differ by operating system, behind one interface. Paths are
+// std::filesystem::path (UTF-16 at every Windows call, so a dataset under "D:\数据 集" opens); on Windows, paths
+// longer than 260 characters get the "\\?\" prefix the wide calls need. Failures are std::error_code values whose
+// message() names the cause in the system's words ("No space left on device", "The disk is full.").
+//   OutputFile out;
+//   if (auto ec = out.create(tmp)) fail(ec);  ... out.write(p, n); out.flush_to_disk(); out.close();
+//   if (auto ec = replace_file(tmp, final_path)) fail(ec);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+namespace trainer {
+
+// A file this process creates (or truncates) and writes alone; it is not inherited by child processes.
+class OutputFile {
+ public:
+  OutputFile() = default;
+  ~OutputFile();  // closes it, ignoring errors
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  std::error_code create(const std::filesystem::path& path);
+  // All `size` bytes, retrying short writes.
+  std::error_code write(const void* data, size_t size);
+  // fsync / FlushFileBuffers: the bytes are on the disk when this returns.
+  std::error_code flush_to_disk();
+  std::error_code close();
+
+ private:
+  intptr_t handle_ = -1;
+};
+
+// Moves `from` over `to` in one step: a reader sees the old file or the new one, never a mix, and a crash leaves
+// one of the two. POSIX: rename(2), then the folder is flushed so the new entry is on the disk. Windows:
+// MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH); while another program holds `to` open without
+// sharing delete (an antivirus scan, a viewer), the move is retried for up to 10 s before it fails.
+std::error_code replace_file(const std::filesystem::path& from, const std::filesystem::path& to);
+
+// Makes `to` a second name of the file `from` (CreateHardLinkW on Windows). Fails where the file system has no
+// hard links (FAT32, exFAT, many network shares) and across file systems.
+std::error_code hard_link(const std::filesystem::path& from, const std::filesystem::path& to);
+
+// Removes a file; one that is already gone is not an error.
+std::error_code remove_file(const std::filesystem::path& path);
+
+// The whole file into `bytes`. Windows opens it sharing read, write and delete, so reading a checkpoint never
+// blocks the training run that replaces it.
+std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t>& bytes);
+
+}  // namespace trainer

@@ -1,0 +1,107 @@
+#include "trainer/platform/files.hpp"
+
+#include <algorithm>
+
+#include "windows_support.hpp"
+
+namespace trainer {
+
+namespace {
+
+HANDLE as_handle(intptr_t h) { return reinterpret_cast<HANDLE>(h); }
+
+// Another program holding the file open without sharing delete (a virus scanner, an indexer, an image viewer)
+// makes a replace fail for as long as it holds it: these are worth waiting out.
+bool held_by_another_program(DWORD error) {
+  return error == ERROR_ACCESS_DENIED || error == ERROR_SHARING_VIOLATION || error == ERROR_LOCK_VIOLATION;
+}
+
+}  // namespace
+
+OutputFile::~OutputFile() {
+  if (handle_ != -1) CloseHandle(as_handle(handle_));
+}
+
+std::error_code OutputFile::create(const std::filesystem::path& path) {
+  // Readers may open it meanwhile and it may be renamed while open; the handle is not inherited by children.
+  const HANDLE h = CreateFileW(windows::long_path(path).c_str(), GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE,
+                               nullptr, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return windows::last_error();
+  handle_ = reinterpret_cast<intptr_t>(h);
+  return {};
+}
+
+std::error_code OutputFile::write(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const DWORD chunk = static_cast<DWORD>(std::min<size_t>(size, 1u << 30));
+    DWORD written = 0;
+    if (!WriteFile(as_handle(handle_), p, chunk, &written, nullptr)) return windows::last_error();
+    p += written;
+    size -= written;
+  }
+  return {};
+}
+
+std::error_code OutputFile::flush_to_disk() {
+  return FlushFileBuffers(as_handle(handle_)) ? std::error_code{} : windows::last_error();
+}
+
+std::error_code OutputFile::close() {
+  const BOOL closed = CloseHandle(as_handle(handle_));
+  handle_ = -1;
+  return closed ? std::error_code{} : windows::last_error();
+}
+
+std::error_code replace_file(const std::filesystem::path& from, const std::filesystem::path& to) {
+  const std::wstring source = windows::long_path(from), target = windows::long_path(to);
+  DWORD waited_ms = 0;
+  for (DWORD pause_ms = 10;; pause_ms = std::min<DWORD>(pause_ms * 2, 500)) {
+    // WRITE_THROUGH: the call returns once the move is on the disk (NTFS journals it), as fsync of the folder
+    // does on POSIX.
+    if (MoveFileExW(source.c_str(), target.c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) return {};
+    const DWORD error = GetLastError();
+    if (!held_by_another_program(error) || waited_ms >= 10000)
+      return {static_cast<int>(error), windows::system_errors()};
+    Sleep(pause_ms);
+    waited_ms += pause_ms;
+  }
+}
+
+std::error_code hard_link(const std::filesystem::path& from, const std::filesystem::path& to) {
+  return CreateHardLinkW(windows::long_path(to).c_str(), windows::long_path(from).c_str(), nullptr)
+             ? std::error_code{}
+             : windows::last_error();
+}
+
+std::error_code remove_file(const std::filesystem::path& path) {
+  if (DeleteFileW(windows::long_path(path).c_str())) return {};
+  const DWORD error = GetLastError();
+  if (error == ERROR_FILE_NOT_FOUND || error == ERROR_PATH_NOT_FOUND) return {};
+  return {static_cast<int>(error), windows::system_errors()};
+}
+
+std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t>& bytes) {
+  const HANDLE h =
+      CreateFileW(windows::long_path(path).c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                  nullptr, OPEN_EXISTING, FILE_FLAG_SEQUENTIAL_SCAN, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return windows::last_error();
+  bytes.clear();
+  LARGE_INTEGER size{};
+  if (GetFileSizeEx(h, &size) && size.QuadPart > 0) bytes.reserve(static_cast<size_t>(size.QuadPart));
+  uint8_t chunk[1 << 16];
+  for (;;) {
+    DWORD got = 0;
+    if (!ReadFile(h, chunk, sizeof chunk, &got, nullptr)) {
+      const auto ec = windows::last_error();
+      CloseHandle(h);
+      return ec;
+    }
+    if (got == 0) break;
+    bytes.insert(bytes.end(), chunk, chunk + got);
+  }
+  CloseHandle(h);
+  return {};
+}
+
+}  // namespace trainer

@@ -1,0 +1,56 @@
+// The platform tests' main. With "child MODE FOLDER" it is instead one of the child processes the tests start
+// (ChildProcess and the launcher start this same executable):
+//   wait-for-stop  writes FOLDER/ready-RANK, then waits for a stop request; prints "stopped by SIGINT" and exits
+//                  128 + its code (the trainer's way)
+//   rank1-fails    rank 1 prints "rank 1 failing" and exits 3; the other ranks wait-for-stop
+// Otherwise GoogleTest's main, except that a run whose tests were all skipped exits 77 (ctest's "Skipped").
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#endif
+
+#include "trainer/platform/stop_requests.hpp"
+#include "trainer/util/atomic_file.hpp"
+
+namespace {
+
+int run_child(const std::string& mode, const std::string& folder) {
+  const char* rank_text = std::getenv("RANK");
+  const std::string rank = rank_text ? rank_text : "0";
+  if (mode == "rank1-fails" && rank == "1") {
+    std::printf("rank 1 failing\n");
+    return 3;
+  }
+  trainer::StopRequests stop;
+  trainer::write_file_atomically(std::filesystem::u8path(folder) / ("ready-" + rank),
+                                 [](const trainer::ByteSink& sink) { sink("ready", 5); });
+  std::printf("rank %s ready\n", rank.c_str());
+  std::fflush(stdout);
+  for (int i = 0; i < 6000 && !stop.pending(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::printf("stopped by %s\n", trainer::signal_name(stop.pending()));
+  std::fflush(stdout);
+  return stop.pending() ? 128 + stop.pending() : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "child") return run_child(argv[2], argv[3]);
+#ifdef _WIN32
+  // Console events need a console: a run whose output goes to a pipe (ctest, CI, Wine in a script) has none.
+  AllocConsole();
+#endif
+  testing::InitGoogleTest(&argc, argv);
+  const int result = RUN_ALL_TESTS();
+  const testing::UnitTest& run = *testing::UnitTest::GetInstance();
+  if (result == 0 && run.successful_test_count() == 0 && run.skipped_test_count() > 0) return 77;
+  return result;
+}
