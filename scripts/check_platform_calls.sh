@@ -4,7 +4,7 @@
 #   scripts/check_platform_calls.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-headers='unistd|fcntl|signal|poll|dlfcn|malloc|spawn|pthread|netdb|dirent|termios|pwd|grp|sys/[a-z_]+|arpa/[a-z_]+|netinet/[a-z_]+|windows|winsock2|ws2tcpip|io|direct|process|psapi|shellapi|shlobj|tlhelp32|winbase|winnt'
+headers='unistd|fcntl|fnmatch|glob|signal|poll|dlfcn|malloc|spawn|pthread|netdb|dirent|termios|pwd|grp|libgen|sys/[a-z_]+|arpa/[a-z_]+|netinet/[a-z_]+|windows|winsock2|ws2tcpip|io|direct|process|psapi|shellapi|shlobj|tlhelp32|winbase|winnt'
 found=$(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*<(${headers})\.h>" src include --include='*.cpp' --include='*.hpp' --include='*.h' \
           | grep -v '^src/platform/' || true)
 # Linux-only files read by path.

@@ -12,10 +12,12 @@
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/data/data_kinds.hpp"
+#include "trainer/data/folder_source.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
+#include "trainer/platform/files.hpp"
 #include "trainer/platform/process.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/clock.hpp"
@@ -216,6 +218,45 @@ void check_layout(Report& report, const Config* config, const std::optional<Imag
 }
 
 // Returns the training image shape when the train split opens.
+// Reads whole files evenly spread over a folder dataset, as the loader's first epoch does: at most `max_files`, for
+// at most `budget_s` seconds. Files the operating system has cached (a second doctor run) read faster.
+struct ReadRate {
+  size_t files = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+ReadRate measure_read_rate(const FolderSource& folder, size_t max_files, double budget_s) {
+  ReadRate r;
+  const size_t n = folder.size(), sample = std::min(n, max_files);
+  std::vector<uint8_t> bytes;
+  const auto start = Clock::now();
+  for (size_t i = 0; i < sample && seconds_since(start) < budget_s; ++i)
+    if (!read_file(folder.file(i * n / sample), bytes)) {
+      ++r.files;
+      r.bytes += bytes.size();
+    }
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+// The disk against the decoders: a slow disk, a network share or an antivirus scanning every JPEG as it is
+// opened (Windows Defender's real-time protection does) shows here as a read rate below what the workers decode.
+void report_read_rate(Report& report, const ReadRate& r, double decode_per_s_per_worker, int workers) {
+  if (r.files == 0 || r.seconds <= 0) return;
+  const double files_per_s = r.files / r.seconds, mb_per_s = r.bytes / r.seconds / 1e6;
+  const int decoders = std::max(1, std::min<int>(workers, static_cast<int>(std::thread::hardware_concurrency())));
+  const double decode_per_s = decode_per_s_per_worker * decoders;
+  std::string detail = "read " + std::to_string(r.files) + " files in " + format_number(std::round(r.seconds * 100) / 100) +
+                       " s: " + format_number(std::round(files_per_s)) + " files/s, " +
+                       format_number(std::round(mb_per_s * 10) / 10) + " MB/s; " + std::to_string(decoders) +
+                       " worker(s) decode about " + format_number(std::round(decode_per_s)) + " images/s";
+  if (files_per_s < decode_per_s)
+    report.add(Verdict::warning, "disk", detail + ": the disk, not the decoders, would set the pace",
+               "copy the data to a local SSD; on Windows, exclude the data folder from real-time antivirus scanning "
+               "(Windows Security, Virus & threat protection settings, Exclusions)");
+  else report.add(Verdict::ok, "disk", detail);
+}
+
 std::optional<ImageShape> check_data(Report& report, const Config& c) {
   std::optional<ImageShape> shape;
   for (const Split split : {Split::train, Split::eval}) {
@@ -228,6 +269,16 @@ std::optional<ImageShape> check_data(Report& report, const Config& c) {
       continue;
     }
     if (split == Split::train) shape = source->shape();
+    // The read rate first, while the files are not yet in the system's cache; then the decode sample reads
+    // every fourth of the same files, cached, so its time is the decoders'.
+    std::optional<ReadRate> read_rate;
+    if (split == Split::train && data_kind_row(c.data.kind).image_files) {
+      try {
+        read_rate = measure_read_rate(*open_image_folder(c.data, true, c.model.num_classes, c.model.in_channels),
+                                      256, 3.0);
+      } catch (const Error&) {
+      }
+    }
     // Decode an evenly spaced sample: bad files show up now, not hours into the run.
     const size_t n = source->size(), sample = std::min<size_t>(n, 64);
     std::vector<std::string> bad;
@@ -241,6 +292,8 @@ std::optional<ImageShape> check_data(Report& report, const Config& c) {
       }
     }
     const double ms = ms_since(start);
+    if (read_rate && bad.size() < sample)
+      report_read_rate(report, *read_rate, (sample - bad.size()) / std::max(ms / 1000.0, 1e-9), c.data.workers);
     std::string detail = source->describe() + "; " + std::to_string(source->class_names().size()) + " classes; " +
                          std::to_string(sample - bad.size()) + "/" + std::to_string(sample) + " sampled images read (" +
                          format_number(std::round(ms / std::max<size_t>(sample, 1) * 100) / 100) + " ms each)";

@@ -2,9 +2,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "trainer/cli/commands.hpp"
@@ -215,9 +214,14 @@ int train_smoke(const TrainArgs& args) {
   fs::path run_dir;
   bool throwaway = args.output_dir.empty();
   if (throwaway) {
-    std::string pattern = (fs::temp_directory_path() / "trainer-smoke-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw Error("cannot create a temporary run folder", 1);
-    run_dir = pattern;
+    // A new folder under the system's temporary folder: create_directory fails when the name is taken.
+    std::random_device random;
+    for (int attempt = 0; attempt < 100 && run_dir.empty(); ++attempt) {
+      const fs::path candidate = fs::temp_directory_path() / ("trainer-smoke-" + std::to_string(random()));
+      std::error_code ec;
+      if (fs::create_directory(candidate, ec)) run_dir = candidate;
+    }
+    if (run_dir.empty()) throw Error("cannot create a temporary run folder", 1);
   } else {
     run_dir = prepare_new_run_dir(config, args.output_dir);
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "trainer/platform/files.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -12,27 +13,37 @@ namespace trainer {
 namespace fs = std::filesystem;
 
 std::vector<uint8_t> read_maybe_gzip(const fs::path& file) {
-  // gzread passes non-gzip files through unchanged, so one path serves both.
-  gzFile gz = gzopen(file.c_str(), "rb");
-  if (gz == nullptr) throw DataError(file.string() + ": cannot open");
-  gzbuffer(gz, 1 << 20);
+  // Read as bytes through the platform layer (a path in any script opens on Windows), then inflated in memory:
+  // gzopen takes a narrow path.
+  std::vector<uint8_t> raw;
+  if (const auto ec = read_file(file, raw)) throw DataError(file.string() + ": cannot open (" + ec.message() + ")");
+  if (raw.size() < 2 || raw[0] != 0x1f || raw[1] != 0x8b) return raw;  // not gzip: the IDX bytes themselves
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) throw DataError(file.string() + ": cannot start zlib");
+  z.next_in = raw.data();
+  z.avail_in = static_cast<uInt>(raw.size());
   std::vector<uint8_t> bytes;
   std::vector<uint8_t> chunk(1 << 20);
-  while (true) {
-    const int n = gzread(gz, chunk.data(), static_cast<unsigned>(chunk.size()));
-    if (n < 0) {
-      int code = 0;
-      const std::string message = gzerror(gz, &code);
-      gzclose(gz);
-      throw DataError(file.string() + ": cannot decompress: " + message);
+  int status = Z_OK;
+  while (status == Z_OK) {
+    z.next_out = chunk.data();
+    z.avail_out = static_cast<uInt>(chunk.size());
+    status = inflate(&z, Z_NO_FLUSH);
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + (chunk.size() - z.avail_out));
+    if (status == Z_STREAM_END && z.avail_in > 0) {  // gzip members may follow one another
+      const auto rest = z.avail_in;
+      const auto next = z.next_in;
+      inflateReset(&z);
+      z.next_in = next;
+      z.avail_in = rest;
+      status = Z_OK;
     }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
   }
-  // A gzip stream cut short reads as a clean end of file; gzclose reports it.
-  const int status = gzclose(gz);
+  const std::string message = z.msg ? z.msg : "";
+  inflateEnd(&z);
+  // Input used up before the stream's end: a file cut short.
   if (status == Z_BUF_ERROR) throw DataError(file.string() + ": truncated gzip stream");
-  if (status != Z_OK) throw DataError(file.string() + ": cannot read (zlib error " + std::to_string(status) + ")");
+  if (status != Z_STREAM_END) throw DataError(file.string() + ": cannot decompress: " + message);
   return bytes;
 }
 

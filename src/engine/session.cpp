@@ -14,6 +14,7 @@
 #include "trainer/distributed/rank_generators.hpp"
 #include "trainer/distributed/replica_check.hpp"
 #include "trainer/engine/backend_settings.hpp"
+#include "trainer/io/weight_files.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
@@ -185,7 +186,7 @@ void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume) {
   s.model = build_model(c.model, shape);
   if (!resume && !c.model.init_from.empty()) {
     const WeightsReport report =
-        load_weights(*s.model, read_safetensors(c.model.init_from).tensors, c.model.init_exclude, c.model.init_from);
+        load_weights(*s.model, read_weights_file(c.model.init_from), c.model.init_exclude, c.model.init_from);
     s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
   }
   const LastBatch last_batch = last_batch_rule(s.train_data->size(), c.data, s.world.size, has_batch_norm(*s.model));

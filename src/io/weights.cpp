@@ -1,12 +1,12 @@
 #include "trainer/io/weights.hpp"
 
-#include <fnmatch.h>
 #include <torch/torch.h>
 
 #include <map>
 #include <set>
 
 #include "trainer/util/error.hpp"
+#include "trainer/util/glob.hpp"
 #include "trainer/util/text.hpp"
 
 namespace trainer {
@@ -14,7 +14,7 @@ namespace trainer {
 namespace {
 
 bool matches(const std::string& pattern, const std::string& name) {
-  return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+  return glob_match(pattern, name);
 }
 
 const std::string* matching_pattern(const std::vector<std::string>& patterns, const std::string& name) {

@@ -179,6 +179,17 @@ TEST_F(ExportCli, PythonOpensTheFiles) {
   EXPECT_EQ(out["torchscript_metadata"]["mean"], "[0.485,0.456,0.406]");
   EXPECT_LT(out["torchscript_max_diff"].get<double>(), 1e-4);
   EXPECT_LT(out["torchvision_max_diff"].get<double>(), 1e-4);
+  // ONNX Runtime, what deployers run the file with: where it is installed (the torch2 lane installs it and sets
+  // TRAINER_REQUIRE_ONNXRUNTIME, so there its absence fails).
+  if (out["onnxruntime"].is_null()) {
+    EXPECT_EQ(std::getenv("TRAINER_REQUIRE_ONNXRUNTIME"), nullptr) << "onnxruntime is not importable by " TRAINER_PYTHON;
+    std::printf("ONNX Runtime not installed for %s: its check is left to the torch2 lane\n", TRAINER_PYTHON);
+  } else {
+    for (const auto& file : out["onnx"]) EXPECT_LT(file["onnxruntime_max_diff"].get<double>(), 1e-4) << file.dump();
+    std::printf("ONNX Runtime %s: max |logit difference| %.3g (dynamic batch), %.3g (batch 3)\n",
+                out["onnxruntime"].get<std::string>().c_str(), out["onnx"][0]["onnxruntime_max_diff"].get<double>(),
+                out["onnx"][1]["onnxruntime_max_diff"].get<double>());
+  }
 }
 
 std::set<std::string> folder_listing(const fs::path& dir) {

@@ -134,6 +134,24 @@ TEST(ImageNetLayout, LayoutMistakesAreExit2BeforeTraining) {
       << r.output;
 }
 
+// doctor reads a sample of the files as the first epoch will and sets the rate beside the decoders' (a slow disk or
+// an antivirus scanning every JPEG is named, not guessed); the folder's name is in another script, with a space.
+TEST(ImageNetLayout, DoctorMeasuresTheDiskAgainstTheDecoders) {
+  FolderRun run;
+  const fs::path data = run.dir / fs::u8path(u8"数据 集");
+  fs::rename(run.dir / "imagenet", data);
+  const auto r = trainer_cli("doctor --config " + run.config.string() + " --set 'data.root=" + data.u8string() +
+                             "' -o " + (run.dir / "r").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t line = r.output.find(" disk ");
+  ASSERT_NE(line, std::string::npos) << r.output;
+  const std::string disk = r.output.substr(line, r.output.find('\n', line) - line);
+  EXPECT_NE(disk.find("read 12 files in "), std::string::npos) << disk;
+  EXPECT_NE(disk.find(" files/s, "), std::string::npos) << disk;
+  EXPECT_NE(disk.find(" MB/s; 2 worker(s) decode about "), std::string::npos) << disk;
+  EXPECT_NE(r.output.find("12/12 sampled images read"), std::string::npos) << r.output;
+}
+
 TEST(ImageNetLayout, BenchDataTimesThePipelineAndTheDecodeCeiling) {
   FolderRun run;  // 12 train images, batches of 4, 3 per epoch: 5 batches cross an epoch boundary
   auto r = trainer_cli("bench data --config " + run.config.string() + " --warmup 1 --batches 5 --json");

@@ -3,6 +3,10 @@
 
   torchvision_interop.py check ARCH WEIGHTS IO   load WEIGHTS into ARCH, run IO's "input", compare with IO's "logits"
   torchvision_interop.py make ARCH SEED WEIGHTS IO   write a seeded ARCH's weights, and an input with its logits
+                                                   (WEIGHTS ending in .pth: torch.save's file of the state dict)
+  torchvision_interop.py unreadable KIND PATH        write a .pth the trainer must refuse: KIND is legacy (the
+                                                   pre-1.6 format), class (a pickled argparse.Namespace beside a
+                                                   tensor) or truncated (a state dict cut in half)
 
 ARCH is a torchvision ResNet name (10 classes, 3 channels) or mnist_cnn (PyTorch's MNIST example network).
 The safetensors package is not in Debian, so the format is read and written here with struct and json.
@@ -106,9 +110,29 @@ def main(argv):
         x = torch.randn(shape)
         with torch.no_grad():
             logits = model(x)
-        write_safetensors(weights, model.state_dict(), {"format": "pt", "arch": arch})
+        if weights.endswith(".pth"):
+            torch.save(model.state_dict(), weights)
+        else:
+            write_safetensors(weights, model.state_dict(), {"format": "pt", "arch": arch})
         write_safetensors(io, {"input": x, "logits": logits})
         print(f"{arch}: wrote {len(model.state_dict())} tensors from torchvision")
+        return 0
+    if len(argv) == 4 and argv[1] == "unreadable":
+        _, _, kind, path = argv
+        state = MnistCnn().state_dict()
+        if kind == "legacy":
+            torch.save(state, path, _use_new_zipfile_serialization=False)
+        elif kind == "class":
+            import argparse
+            torch.save({"conv1.weight": state["conv1.weight"], "args": argparse.Namespace(lr=0.1)}, path)
+        elif kind == "truncated":
+            torch.save(state, path)
+            with open(path, "rb") as f:
+                data = f.read()
+            with open(path, "wb") as f:
+                f.write(data[:len(data) // 2])
+        else:
+            return 2
         return 0
     print(__doc__, file=sys.stderr)
     return 2
