@@ -20,7 +20,9 @@ target_compile_features(trainer_platform PUBLIC cxx_std_17)
 if(WIN32)
   # Wide (UTF-16) Windows calls throughout; sockets for the launcher's free port, psapi for memory and modules,
   # shell32 for the command line.
-  target_compile_definitions(trainer_platform PUBLIC UNICODE _UNICODE)
+  # WIN32_LEAN_AND_MEAN as PyTorch's own build has it: <windows.h> without the COM headers, whose `interface`
+  # macro breaks LibTorch's c10d headers (ProcessGroupGloo.hpp), and NOMINMAX for std::min/std::max.
+  target_compile_definitions(trainer_platform PUBLIC UNICODE _UNICODE WIN32_LEAN_AND_MEAN NOMINMAX)
   target_link_libraries(trainer_platform PUBLIC ws2_32 psapi shell32)
 else()
   find_package(Threads REQUIRED)

@@ -7,8 +7,9 @@
 #      LibTorch's headers need two shims under MinGW, Gloo's a third (scripts/lanes/windows-shims/).
 # Needs root once, to install g++-mingw-w64-x86-64-posix and wine64; Wine's prefix is cached in
 # $TRAINER_LANE_CACHE/wine.
-#   sudo scripts/lanes/windows.sh            both parts
-#   scripts/lanes/windows.sh tests|compile   one part
+#   sudo scripts/lanes/windows.sh                 both parts
+#   scripts/lanes/windows.sh tests [gtest flags]  the platform tests
+#   scripts/lanes/windows.sh compile [PATH ...]   the syntax check, of the sources whose path contains a PATH
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$repo"
@@ -33,7 +34,7 @@ if [[ $part == all || $part == tests ]]; then
   rm -f "$report"
   # GoogleTest's XML report is the result: the pseudo-terminal's copy of the output is full of console escapes.
   set +e
-  timeout 600 script -qec "wine $build/trainer_platform_tests.exe --gtest_color=no --gtest_output=xml:$report $*" \
+  timeout 600 script -qec "wine $build/trainer_platform_tests.exe --gtest_color=no --gtest_output=xml:$report ${*:2}" \
     /dev/null >"$build/output.txt" 2>&1
   code=$?
   set -e
@@ -75,21 +76,23 @@ if [[ $part == all || $part == compile ]]; then
   patched=$repo/build/lane-windows-patched/torch/csrc/jit/ir
   mkdir -p $patched
   sed -E 's/TORCH_API (std::shared_ptr<Wrap<[A-Za-z]+>> wrap\(\) \{)/\1/' /usr/include/torch/csrc/jit/ir/ir.h >$patched/ir.h
-  python3 - "$config/compile_commands.json" "$repo" "$headers" "$jobs" <<'PY'
+  python3 - "$config/compile_commands.json" "$repo" "$headers" "$jobs" "${@:2}" <<'PY'
 import json, shlex, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
-commands, repo, headers, jobs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+commands, repo, headers, jobs, only = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
 shims = f"{repo}/scripts/lanes/windows-shims"
 entries = [e for e in json.load(open(commands)) if e["file"].startswith(f"{repo}/src/")]
 # The platform layer's Windows half stands in for its POSIX half, with the same flags.
 for e in entries:
     e["file"] = e["file"].replace("/src/platform/posix/", "/src/platform/windows/")
     e["command"] = e["command"].replace("/src/platform/posix/", "/src/platform/windows/")
+if only:
+    entries = [e for e in entries if any(o in e["file"] for o in only)]
 def windows_command(entry):
     args = shlex.split(entry["command"])
     out = ["x86_64-w64-mingw32-g++-posix", "-fsyntax-only", "-std=gnu++17", "-include", f"{shims}/mingw_libtorch.h",
            f"-I{shims}", f"-I{repo}/build/lane-windows-patched", f"-I{headers}",
-           f"-I{headers}/torch/csrc/api/include", "-DUNICODE", "-D_UNICODE", "-Wno-attributes"]
+           f"-I{headers}/torch/csrc/api/include", "-DUNICODE", "-D_UNICODE", "-DWIN32_LEAN_AND_MEAN", "-DNOMINMAX", "-Wno-attributes"]
     i = 1
     while i < len(args):
         a = args[i]
@@ -119,7 +122,8 @@ with ThreadPoolExecutor(jobs) as pool:
     for name, code, err in pool.map(check, entries):
         if code:
             failed += 1
-            print(f"FAILED {name}\n" + "\n".join(err.splitlines()[:12]))
+            errors = [l for l in err.splitlines() if ": error:" in l or "fatal error" in l]
+            print(f"FAILED {name}\n  " + "\n  ".join(errors[:8] or err.splitlines()[:12]))
 print(f"windows.sh: {len(entries) - failed} of {len(entries)} trainer sources compile for Windows")
 sys.exit(1 if failed else 0)
 PY

@@ -20,7 +20,9 @@
 #include "trainer/util/write_error.hpp"
 
 #ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
+#endif
 #include <windows.h>  // the test's own way of pressing Ctrl-C; the trainer reaches Windows only in src/platform
 #else
 #include <csignal>
