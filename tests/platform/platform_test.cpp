@@ -4,7 +4,9 @@
 // (ctest) and, built with MinGW, under Wine (scripts/lanes/windows.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
