@@ -217,7 +217,6 @@ void check_layout(Report& report, const Config* config, const std::optional<Imag
   }
 }
 
-// Returns the training image shape when the train split opens.
 // Reads whole files evenly spread over a folder dataset, as the loader's first epoch does: at most `max_files`, for
 // at most `budget_s` seconds. Files the operating system has cached (a second doctor run) read faster.
 struct ReadRate {
@@ -246,7 +245,8 @@ void report_read_rate(Report& report, const ReadRate& r, double decode_per_s_per
   const double files_per_s = r.files / r.seconds, mb_per_s = r.bytes / r.seconds / 1e6;
   const int decoders = std::max(1, std::min<int>(workers, static_cast<int>(std::thread::hardware_concurrency())));
   const double decode_per_s = decode_per_s_per_worker * decoders;
-  std::string detail = "read " + std::to_string(r.files) + " files in " + format_number(std::round(r.seconds * 100) / 100) +
+  std::string detail = "read " + std::to_string(r.files) + " files in " +
+                       format_number(std::round(r.seconds * 100) / 100) +
                        " s: " + format_number(std::round(files_per_s)) + " files/s, " +
                        format_number(std::round(mb_per_s * 10) / 10) + " MB/s; " + std::to_string(decoders) +
                        " worker(s) decode about " + format_number(std::round(decode_per_s)) + " images/s";
@@ -257,6 +257,7 @@ void report_read_rate(Report& report, const ReadRate& r, double decode_per_s_per
   else report.add(Verdict::ok, "disk", detail);
 }
 
+// Returns the training image shape when the train split opens.
 std::optional<ImageShape> check_data(Report& report, const Config& c) {
   std::optional<ImageShape> shape;
   for (const Split split : {Split::train, Split::eval}) {
@@ -274,8 +275,8 @@ std::optional<ImageShape> check_data(Report& report, const Config& c) {
     std::optional<ReadRate> read_rate;
     if (split == Split::train && data_kind_row(c.data.kind).image_files) {
       try {
-        read_rate = measure_read_rate(*open_image_folder(c.data, true, c.model.num_classes, c.model.in_channels),
-                                      256, 3.0);
+        read_rate =
+            measure_read_rate(*open_image_folder(c.data, true, c.model.num_classes, c.model.in_channels), 256, 3.0);
       } catch (const Error&) {
       }
     }

@@ -14,11 +14,11 @@
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/engine/resume_point.hpp"
+#include "trainer/platform/process.hpp"
+#include "trainer/platform/stop_requests.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
-#include "trainer/platform/stop_requests.hpp"
-#include "trainer/platform/process.hpp"
 #include "trainer/util/text.hpp"
 
 namespace trainer {

@@ -13,8 +13,8 @@
 #include "trainer/engine/run_checkpoints.hpp"
 #include "trainer/engine/train_meter.hpp"
 #include "trainer/optim/schedule.hpp"
-#include "trainer/util/error.hpp"
 #include "trainer/platform/stop_requests.hpp"
+#include "trainer/util/error.hpp"
 #include "trainer/util/torch_compat.hpp"
 
 namespace trainer {

@@ -185,7 +185,9 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   if (archive_->try_read("checksums", sums_value) && sums_value.isString())
     checksums_ = json::parse(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
   // Every byte against its record's CRC-32, before anything is restored from the file.
-  if (const auto damaged = bytes.empty() ? std::nullopt : first_damaged_record(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
+  if (const auto damaged = bytes.empty()
+                               ? std::nullopt
+                               : first_damaged_record(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
     throw CheckpointError(path.string() + ": " + damaged_part(*damaged) +
                           ": the file was damaged after it was written (bit rot, an interrupted copy); use an earlier "
                           "checkpoint or another copy");

@@ -37,11 +37,11 @@ class BytesAdapter : public caffe2::serialize::ReadAdapterInterface {
 // A storage's element type from its pickled class name (torch.FloatStorage and its kin).
 const std::map<std::string, torch::Dtype>& storage_types() {
   static const std::map<std::string, torch::Dtype> types{
-      {"torch.FloatStorage", torch::kFloat},   {"torch.DoubleStorage", torch::kDouble},
-      {"torch.HalfStorage", torch::kHalf},     {"torch.BFloat16Storage", torch::kBFloat16},
-      {"torch.LongStorage", torch::kLong},     {"torch.IntStorage", torch::kInt},
-      {"torch.ShortStorage", torch::kShort},   {"torch.CharStorage", torch::kChar},
-      {"torch.ByteStorage", torch::kByte},     {"torch.BoolStorage", torch::kBool}};
+      {"torch.FloatStorage", torch::kFloat}, {"torch.DoubleStorage", torch::kDouble},
+      {"torch.HalfStorage", torch::kHalf},   {"torch.BFloat16Storage", torch::kBFloat16},
+      {"torch.LongStorage", torch::kLong},   {"torch.IntStorage", torch::kInt},
+      {"torch.ShortStorage", torch::kShort}, {"torch.CharStorage", torch::kChar},
+      {"torch.ByteStorage", torch::kByte},   {"torch.BoolStorage", torch::kBool}};
   return types;
 }
 
@@ -64,10 +64,10 @@ struct Value {
   Kind kind = Kind::none;
   int64_t integer = 0;
   double real = 0;
-  std::string text;                                // text; a storage class's or callable's name
-  std::vector<ValuePtr> items;                     // tuple, list
+  std::string text;                                    // text; a storage class's or callable's name
+  std::vector<ValuePtr> items;                         // tuple, list
   std::vector<std::pair<ValuePtr, ValuePtr>> entries;  // dict, in insertion order
-  torch::Tensor tensor;                            // tensor; a storage's flat contents
+  torch::Tensor tensor;                                // tensor; a storage's flat contents
   Callable callable = Callable::ordered_dict;
 };
 
@@ -86,12 +86,13 @@ class Unpickler {
     for (;;) {
       const uint8_t op = byte();
       switch (op) {
-        case 0x80: byte(); break;            // PROTO
-        case 0x95: take(8); break;           // FRAME
-        case '.': return pop();              // STOP
+        case 0x80: byte(); break;   // PROTO
+        case 0x95: take(8); break;  // FRAME
+        case '.': return pop();     // STOP
         case '(': push(make(Value::Kind::mark)); break;
         case 'N': push(make(Value::Kind::none)); break;
-        case 0x88: case 0x89: {              // NEWTRUE, NEWFALSE
+        case 0x88:
+        case 0x89: {  // NEWTRUE, NEWFALSE
           auto v = make(Value::Kind::boolean);
           v->integer = op == 0x88;
           push(v);
@@ -116,21 +117,24 @@ class Unpickler {
           push(v);
           break;
         }
-        case 'X': push_text(take(little(4))); break;     // BINUNICODE
-        case 0x8c: push_text(take(byte())); break;       // SHORT_BINUNICODE
-        case 'T': push_text(take(little(4))); break;     // BINSTRING
-        case 'U': push_text(take(byte())); break;        // SHORT_BINSTRING
+        case 'X': push_text(take(little(4))); break;      // BINUNICODE
+        case 0x8c: push_text(take(byte())); break;        // SHORT_BINUNICODE
+        case 'T': push_text(take(little(4))); break;      // BINSTRING
+        case 'U': push_text(take(byte())); break;         // SHORT_BINSTRING
         case ')': push(make(Value::Kind::tuple)); break;  // EMPTY_TUPLE
         case ']': push(make(Value::Kind::list)); break;   // EMPTY_LIST
         case '}': push(make(Value::Kind::dict)); break;   // EMPTY_DICT
-        case 0x85: case 0x86: case 0x87: {                // TUPLE1, TUPLE2, TUPLE3
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1, TUPLE2, TUPLE3
           auto v = make(Value::Kind::tuple);
           v->items.resize(op - 0x84);
           for (size_t i = v->items.size(); i-- > 0;) v->items[i] = pop();
           push(v);
           break;
         }
-        case 't': case 'l': {  // TUPLE, LIST from the mark
+        case 't':
+        case 'l': {  // TUPLE, LIST from the mark
           auto v = make(op == 't' ? Value::Kind::tuple : Value::Kind::list);
           v->items = pop_to_mark();
           push(v);
@@ -163,12 +167,12 @@ class Unpickler {
           set_items(dict_on_top(), items);
           break;
         }
-        case 'q': memo_[little(1)] = top(); break;   // BINPUT
-        case 'r': memo_[little(4)] = top(); break;   // LONG_BINPUT
+        case 'q': memo_[little(1)] = top(); break;      // BINPUT
+        case 'r': memo_[little(4)] = top(); break;      // LONG_BINPUT
         case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
-        case 'h': push(memo(little(1))); break;      // BINGET
-        case 'j': push(memo(little(4))); break;      // LONG_BINGET
-        case 'c': {                                  // GLOBAL "module\nname\n"
+        case 'h': push(memo(little(1))); break;         // BINGET
+        case 'j': push(memo(little(4))); break;         // LONG_BINGET
+        case 'c': {                                     // GLOBAL "module\nname\n"
           const std::string module = line(), name = line();
           push(global(module, name));
           break;
@@ -372,7 +376,8 @@ class Unpickler {
 
 bool is_legacy_torch_file(const std::vector<uint8_t>& head) {
   // pickle PROTO 2, then LONG1 of the 10-byte magic number 0x1950a86a20f9469cfc6c.
-  static constexpr uint8_t magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  static constexpr uint8_t magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                      0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
   return head.size() >= sizeof magic && std::memcmp(head.data(), magic, sizeof magic) == 0;
 }
 
@@ -385,9 +390,10 @@ NamedTensors read_torch_state_dict(const std::filesystem::path& path) {
   std::vector<uint8_t> bytes;
   if (const auto ec = read_file(path, bytes)) throw WeightsError(file + ": cannot read (" + ec.message() + ")");
   if (is_legacy_torch_file(bytes))
-    throw WeightsError(file + ": PyTorch's legacy format (torch.save before 1.6, or with "
-                              "_use_new_zipfile_serialization=False), which is not read; re-save it in Python: "
-                              "torch.save(torch.load(path), path)");
+    throw WeightsError(file +
+                       ": PyTorch's legacy format (torch.save before 1.6, or with "
+                       "_use_new_zipfile_serialization=False), which is not read; re-save it in Python: "
+                       "torch.save(torch.load(path), path)");
   if (bytes.size() < 0xFFFFFFFFull)
     if (const auto damaged = first_damaged_record(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
       throw WeightsError(file + ": truncated or damaged (" + *damaged + ")");
@@ -407,9 +413,10 @@ NamedTensors read_torch_state_dict(const std::filesystem::path& path) {
   NamedTensors tensors;
   for (const auto& [key, value] : top->entries) {
     if (key->kind != Value::Kind::text || value->kind != Value::Kind::tensor)
-      throw WeightsError(file + ": holds no plain state dict (" +
-                         (key->kind == Value::Kind::text ? "\"" + key->text + "\" is not a tensor" : "a key is not text") +
-                         "); save the state dict alone: torch.save(model.state_dict(), path)");
+      throw WeightsError(
+          file + ": holds no plain state dict (" +
+          (key->kind == Value::Kind::text ? "\"" + key->text + "\" is not a tensor" : "a key is not text") +
+          "); save the state dict alone: torch.save(model.state_dict(), path)");
     tensors.emplace_back(key->text, value->tensor.contiguous());
   }
   return tensors;

@@ -13,9 +13,7 @@ namespace trainer {
 
 namespace {
 
-bool matches(const std::string& pattern, const std::string& name) {
-  return glob_match(pattern, name);
-}
+bool matches(const std::string& pattern, const std::string& name) { return glob_match(pattern, name); }
 
 const std::string* matching_pattern(const std::vector<std::string>& patterns, const std::string& name) {
   for (const auto& p : patterns)

@@ -182,7 +182,8 @@ TEST_F(ExportCli, PythonOpensTheFiles) {
   // ONNX Runtime, what deployers run the file with: where it is installed (the torch2 lane installs it and sets
   // TRAINER_REQUIRE_ONNXRUNTIME, so there its absence fails).
   if (out["onnxruntime"].is_null()) {
-    EXPECT_EQ(std::getenv("TRAINER_REQUIRE_ONNXRUNTIME"), nullptr) << "onnxruntime is not importable by " TRAINER_PYTHON;
+    EXPECT_EQ(std::getenv("TRAINER_REQUIRE_ONNXRUNTIME"), nullptr)
+        << "onnxruntime is not importable by " TRAINER_PYTHON;
     std::printf("ONNX Runtime not installed for %s: its check is left to the torch2 lane\n", TRAINER_PYTHON);
   } else {
     for (const auto& file : out["onnx"]) EXPECT_LT(file["onnxruntime_max_diff"].get<double>(), 1e-4) << file.dump();

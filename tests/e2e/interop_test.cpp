@@ -120,7 +120,8 @@ TEST(PthInterop, TorchvisionResnet50StateDictFileGivesTheSameLogits) {
   SKIP_WITHOUT_TORCHVISION();
   TempDir dir;
   const Arch a = arch("resnet50");
-  const auto made = python("make resnet50 7 " + (dir / "resnet50.pth").string() + " " + (dir / "io.safetensors").string());
+  const auto made =
+      python("make resnet50 7 " + (dir / "resnet50.pth").string() + " " + (dir / "io.safetensors").string());
   ASSERT_EQ(made.exit_code, 0) << made.output;
   auto model = build_model(a.config.model, a.input);
   const NamedTensors state = read_weights_file(dir / "resnet50.pth");
@@ -140,8 +141,9 @@ TEST(PthInterop, OtherPickledFilesAreOneLineErrors) {
   SKIP_WITHOUT_TORCHVISION();
   TempDir dir;
   const std::vector<std::pair<std::string, std::string>> cases{
-      {"legacy", "PyTorch's legacy format (torch.save before 1.6, or with _use_new_zipfile_serialization=False), "
-                 "which is not read; re-save it in Python: torch.save(torch.load(path), path)"},
+      {"legacy",
+       "PyTorch's legacy format (torch.save before 1.6, or with _use_new_zipfile_serialization=False), "
+       "which is not read; re-save it in Python: torch.save(torch.load(path), path)"},
       {"class", "holds a Python object of class argparse.Namespace, which is not read"},
       {"truncated", "truncated or damaged ("}};
   for (const auto& [kind, expected] : cases) {
@@ -178,8 +180,8 @@ TEST(PthInterop, InitFromReadsAPthFileOnTheCommandLine) {
                 .exit_code,
             0);
   const std::string start = "--config " + run.config.string() + " -o ";
-  const auto loaded =
-      testing::trainer_cli(start + (run.dir / "a").string() + " --set model.init_from=" + (run.dir / "tv.pth").string());
+  const auto loaded = testing::trainer_cli(start + (run.dir / "a").string() +
+                                           " --set model.init_from=" + (run.dir / "tv.pth").string());
   EXPECT_EQ(loaded.exit_code, 0) << loaded.output;
   EXPECT_NE(loaded.output.find("tv.pth: loaded 8 tensors (1199882 values)"), std::string::npos) << loaded.output;
 

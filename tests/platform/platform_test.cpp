@@ -41,8 +41,8 @@ class TempFolder {
  public:
   TempFolder() {
     static int count = 0;
-    path_ = fs::temp_directory_path() / ("trainer-platform-" + std::to_string(process_id()) + "-" +
-                                         std::to_string(++count));
+    path_ = fs::temp_directory_path() /
+            ("trainer-platform-" + std::to_string(process_id()) + "-" + std::to_string(++count));
     fs::create_directories(path_);
   }
   ~TempFolder() {
@@ -253,17 +253,22 @@ TEST(PlatformChildren, TwoChildrenReportReadyAndStopWhenAsked) {
     children.push_back(ChildProcess::start_self(child_args("wait-for-stop", dir), {{"RANK", std::to_string(rank)}}));
   std::vector<const ChildProcess*> all{&children[0], &children[1]};
   std::string output[2];
-  ASSERT_TRUE(wait_until([&] {
-    wait_for_children(all, stops, 50ms);
-    for (int i = 0; i < 2; ++i) children[i].read_output(output[i]);
-    return fs::exists(dir / "ready-0") && fs::exists(dir / "ready-1");
-  }, 30s)) << output[0] << output[1];
+  ASSERT_TRUE(wait_until(
+      [&] {
+        wait_for_children(all, stops, 50ms);
+        for (int i = 0; i < 2; ++i) children[i].read_output(output[i]);
+        return fs::exists(dir / "ready-0") && fs::exists(dir / "ready-1");
+      },
+      30s))
+      << output[0] << output[1];
   for (auto& c : children) c.request_stop(SIGINT);
-  ASSERT_TRUE(wait_until([&] {
-    wait_for_children(all, stops, 50ms);
-    for (int i = 0; i < 2; ++i) children[i].read_output(output[i]);
-    return children[0].poll() && children[1].poll();
-  }, 30s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        wait_for_children(all, stops, 50ms);
+        for (int i = 0; i < 2; ++i) children[i].read_output(output[i]);
+        return children[0].poll() && children[1].poll();
+      },
+      30s));
   for (int i = 0; i < 2; ++i) {
     children[i].read_output(output[i]);
     EXPECT_EQ(children[i].poll()->code, 130) << children[i].poll()->how;

@@ -46,7 +46,8 @@ class ChildProcess {
   struct State;
 
  private:
-  friend void wait_for_children(const std::vector<const ChildProcess*>&, const StopRequestQueue&, std::chrono::milliseconds);
+  friend void wait_for_children(const std::vector<const ChildProcess*>&, const StopRequestQueue&,
+                                std::chrono::milliseconds);
   ChildProcess();
   std::unique_ptr<State> s_;
 };

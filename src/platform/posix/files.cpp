@@ -38,7 +38,9 @@ std::error_code OutputFile::write(const void* data, size_t size) {
   return {};
 }
 
-std::error_code OutputFile::flush_to_disk() { return ::fsync(static_cast<int>(handle_)) == 0 ? std::error_code{} : last_error(); }
+std::error_code OutputFile::flush_to_disk() {
+  return ::fsync(static_cast<int>(handle_)) == 0 ? std::error_code{} : last_error();
+}
 
 std::error_code OutputFile::close() {
   const int closed = ::close(static_cast<int>(handle_));

@@ -12,7 +12,7 @@ namespace trainer {
 
 struct ChildProcess::State {
   HANDLE process = nullptr;
-  HANDLE output = nullptr;  // read end of its stdout + stderr; nullptr once it reached its end
+  HANDLE output = nullptr;                          // read end of its stdout + stderr; nullptr once it reached its end
   HANDLE interrupt = nullptr, terminate = nullptr;  // its stop events (stop_requests.cpp waits on them)
   std::optional<ChildExit> exit;
   ~State() {
@@ -79,7 +79,8 @@ ChildExit describe(DWORD code) {
   ChildExit e;
   e.code = static_cast<int>(code);
   char text[64];
-  if (code >= 0xC0000000u) std::snprintf(text, sizeof text, "crashed (exception 0x%08lX)", static_cast<unsigned long>(code));
+  if (code >= 0xC0000000u)
+    std::snprintf(text, sizeof text, "crashed (exception 0x%08lX)", static_cast<unsigned long>(code));
   else std::snprintf(text, sizeof text, "exited with code %lu", static_cast<unsigned long>(code));
   e.how = text;
   return e;
@@ -106,9 +107,9 @@ ChildProcess ChildProcess::start_self(const std::vector<std::string>& args,
   if (!child.s_->interrupt || !child.s_->terminate)
     throw std::runtime_error("cannot make an event: " + windows::last_error().message());
   auto with_events = env;
-  with_events.emplace_back("TRAINER_STOP_EVENTS",
-                           std::to_string(reinterpret_cast<uintptr_t>(child.s_->interrupt)) + "," +
-                               std::to_string(reinterpret_cast<uintptr_t>(child.s_->terminate)));
+  with_events.emplace_back("TRAINER_STOP_EVENTS", std::to_string(reinterpret_cast<uintptr_t>(child.s_->interrupt)) +
+                                                      "," +
+                                                      std::to_string(reinterpret_cast<uintptr_t>(child.s_->terminate)));
   std::wstring environment = environment_with(with_events);
 
   // The children are started one at a time, and each write end is closed here right after its child has its
@@ -126,7 +127,8 @@ ChildProcess ChildProcess::start_self(const std::vector<std::string>& args,
   startup.hStdOutput = write_end;
   startup.hStdError = write_end;
   PROCESS_INFORMATION info{};
-  // Its own console process group: the console's Ctrl-C reaches the launcher alone, which passes it on. Suspended until it is in the job, so nothing it starts escapes the job.
+  // Its own console process group: the console's Ctrl-C reaches the launcher alone, which passes it on. Suspended until
+  // it is in the job, so nothing it starts escapes the job.
   const DWORD flags = CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP | CREATE_SUSPENDED;
   const BOOL started = CreateProcessW(exe.c_str(), command_line.data(), nullptr, nullptr, TRUE, flags,
                                       environment.data(), nullptr, &startup, &info);
@@ -137,7 +139,7 @@ ChildProcess ChildProcess::start_self(const std::vector<std::string>& args,
   SetHandleInformation(child.s_->terminate, HANDLE_FLAG_INHERIT, 0);
   if (!started) throw std::runtime_error("cannot start " + windows::narrow(exe) + ": " + error.message());
   if (const HANDLE job = children_job()) AssignProcessToJobObject(job, info.hProcess);  // fails only where jobs
-  ResumeThread(info.hThread);                                                          // cannot nest (before 8)
+  ResumeThread(info.hThread);                                                           // cannot nest (before 8)
   CloseHandle(info.hThread);
   child.s_->process = info.hProcess;
   return child;

@@ -82,9 +82,9 @@ std::error_code remove_file(const std::filesystem::path& path) {
 }
 
 std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t>& bytes) {
-  const HANDLE h =
-      CreateFileW(windows::long_path(path).c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                  nullptr, OPEN_EXISTING, FILE_FLAG_SEQUENTIAL_SCAN, nullptr);
+  const HANDLE h = CreateFileW(windows::long_path(path).c_str(), GENERIC_READ,
+                               FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                               FILE_FLAG_SEQUENTIAL_SCAN, nullptr);
   if (h == INVALID_HANDLE_VALUE) return windows::last_error();
   bytes.clear();
   LARGE_INTEGER size{};

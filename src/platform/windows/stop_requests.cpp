@@ -19,7 +19,7 @@ namespace {
 std::atomic<int> received{0};
 std::atomic<bool> launcher_forwards{false};  // a child of the built-in launcher: requests come as events
 std::mutex queue_mutex;
-std::deque<int> queued;       // guarded by queue_mutex
+std::deque<int> queued;        // guarded by queue_mutex
 HANDLE queue_event = nullptr;  // set while a request is queued
 
 void say(const char* message) {

@@ -8,7 +8,10 @@
 #ifndef NOMINMAX
 #define NOMINMAX
 #endif
-#include <winsock2.h>  // before <windows.h>, which would otherwise pull in the old winsock.h
+// <winsock2.h> before <windows.h>, which would otherwise pull in the old winsock.h (a block of its own, so that
+// include sorting keeps the order).
+#include <winsock2.h>
+
 #include <windows.h>
 
 #include <filesystem>
@@ -52,9 +55,9 @@ class SystemErrorCategory : public std::error_category {
   const char* name() const noexcept override { return "windows"; }
   std::string message(int code) const override {
     wchar_t* text = nullptr;
-    const DWORD n = FormatMessageW(
-        FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
-        static_cast<DWORD>(code), 0, reinterpret_cast<wchar_t*>(&text), 0, nullptr);
+    const DWORD n =
+        FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
+                       nullptr, static_cast<DWORD>(code), 0, reinterpret_cast<wchar_t*>(&text), 0, nullptr);
     std::wstring message = n ? std::wstring(text, n) : L"error " + std::to_wstring(code);
     if (text) LocalFree(text);
     while (!message.empty() && (message.back() == L'\n' || message.back() == L'\r' || message.back() == L' '))
