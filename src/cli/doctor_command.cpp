@@ -275,8 +275,10 @@ std::optional<ImageShape> check_data(Report& report, const Config& c) {
     std::optional<ReadRate> read_rate;
     if (split == Split::train && data_kind_row(c.data.kind).image_files) {
       try {
-        read_rate =
-            measure_read_rate(*open_image_folder(c.data, true, c.model.num_classes, c.model.in_channels), 256, 3.0);
+        // The opened split itself when it is a folder; else (a subset of one) the folder opened again.
+        const auto* folder = dynamic_cast<const FolderSource*>(source.get());
+        read_rate = measure_read_rate(
+            folder ? *folder : *open_image_folder(c.data, true, c.model.num_classes, c.model.in_channels), 256, 3.0);
       } catch (const Error&) {
       }
     }

@@ -51,7 +51,8 @@ void link_file_atomically(const std::filesystem::path& from, const std::filesyst
   remove_file(temp);
   if (!hard_link(from, temp) && !replace_file(temp, to)) return;
   remove_file(temp);
-  // No hard links here: a copy. Checkpoints are read whole elsewhere too, so holding one in memory is no new cost.
+  // No hard links here: a copy, read whole through the platform layer (long paths, any script; checkpoints are
+  // read whole when loaded too).
   std::vector<uint8_t> bytes;
   if (const auto ec = read_file(from, bytes)) throw write_failure(to, ec);
   write_file_atomically(to, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
