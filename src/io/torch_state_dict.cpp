@@ -378,7 +378,10 @@ bool is_legacy_torch_file(const std::vector<uint8_t>& head) {
   // pickle PROTO 2, then LONG1 of the 10-byte magic number 0x1950a86a20f9469cfc6c.
   static constexpr uint8_t magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
                                       0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
-  return head.size() >= sizeof magic && std::memcmp(head.data(), magic, sizeof magic) == 0;
+  if (head.size() >= sizeof magic && std::memcmp(head.data(), magic, sizeof magic) == 0) return true;
+  // The oldest format, a tar of sys_info, pickle, storages and tensors (torchvision's first ResNet files,
+  // resnet18-5c106cde.pth among them): a tar header, "ustar" at offset 257.
+  return head.size() >= 262 && std::memcmp(head.data() + 257, "ustar", 5) == 0;
 }
 
 bool is_torch_zip_file(const std::vector<uint8_t>& head) {

@@ -36,7 +36,7 @@ NamedTensors read_weights_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw WeightsError(path.string() + ": no such file");
   std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> head(16);
+  std::vector<uint8_t> head(512);
   in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
   for (const auto& format : kFormats)

@@ -144,6 +144,7 @@ TEST(PthInterop, OtherPickledFilesAreOneLineErrors) {
       {"legacy",
        "PyTorch's legacy format (torch.save before 1.6, or with _use_new_zipfile_serialization=False), "
        "which is not read; re-save it in Python: torch.save(torch.load(path), path)"},
+      {"tar", "PyTorch's legacy format (torch.save before 1.6"},
       {"class", "holds a Python object of class argparse.Namespace, which is not read"},
       {"truncated", "truncated or damaged ("}};
   for (const auto& [kind, expected] : cases) {

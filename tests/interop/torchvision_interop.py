@@ -6,7 +6,8 @@
                                                    (WEIGHTS ending in .pth: torch.save's file of the state dict)
   torchvision_interop.py unreadable KIND PATH        write a .pth the trainer must refuse: KIND is legacy (the
                                                    pre-1.6 format), class (a pickled argparse.Namespace beside a
-                                                   tensor) or truncated (a state dict cut in half)
+                                                   tensor), tar (the oldest format's layout) or truncated
+                                                   (a state dict cut in half)
 
 ARCH is a torchvision ResNet name (10 classes, 3 channels) or mnist_cnn (PyTorch's MNIST example network).
 The safetensors package is not in Debian, so the format is read and written here with struct and json.
@@ -125,6 +126,15 @@ def main(argv):
         elif kind == "class":
             import argparse
             torch.save({"conv1.weight": state["conv1.weight"], "args": argparse.Namespace(lr=0.1)}, path)
+        elif kind == "tar":  # the oldest format's layout: a tar of sys_info, pickle, storages, tensors
+            import io
+            import tarfile
+            with tarfile.open(path, "w") as tar:
+                for name in ("sys_info", "pickle", "storages", "tensors"):
+                    data = b"\x80\x02}q\x00."  # an empty pickled dict stands in for each member
+                    info = tarfile.TarInfo(name)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
         elif kind == "truncated":
             torch.save(state, path)
             with open(path, "rb") as f:

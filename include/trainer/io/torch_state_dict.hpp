@@ -15,8 +15,9 @@
 
 namespace trainer {
 
-// Whether a file's first bytes are torch.save's zip format, or its legacy one (a pickle protocol 2 header and
-// its magic number), which read_torch_state_dict refuses with the way to re-save it.
+// Whether a file's first bytes (512 are enough) are torch.save's zip format, or a legacy one (a pickle protocol 2
+// header and its magic number, or the oldest tar format), which read_torch_state_dict refuses with the way to
+// re-save it.
 bool is_torch_zip_file(const std::vector<uint8_t>& head);
 bool is_legacy_torch_file(const std::vector<uint8_t>& head);
 
