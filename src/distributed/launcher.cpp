@@ -28,6 +28,7 @@ struct Rank {
   ChildProcess process;
   std::string partial;  // output not passed on yet: a line not finished
   std::string last_line;
+  bool collected = false;  // its exit seen and its last output passed on
 };
 
 // Passes a rank's output on, line by line; keeps its last non-empty line for the failure message.
@@ -63,7 +64,8 @@ Rank start_rank(int index, const LaunchOptions& o, int port) {
                                                   {"MASTER_ADDR", "127.0.0.1"},
                                                   {"MASTER_PORT", std::to_string(port)}}),
                 {},
-                {}};
+                {},
+                false};
   } catch (const std::runtime_error& e) {
     throw launch_error(std::string("cannot start rank ") + std::to_string(index) + ": " + e.what());
   }
@@ -82,11 +84,9 @@ std::optional<size_t> supervise(std::vector<Rank>& ranks, StopRequestQueue& stop
   std::optional<size_t> failed;
   bool kill_pending = false;  // after a failure: kill the ranks still alive at kill_at
   auto kill_at = std::chrono::steady_clock::now();
-  std::vector<bool> collected(ranks.size(), false);
-  size_t running = ranks.size();
   std::vector<const ChildProcess*> processes;
   for (const auto& r : ranks) processes.push_back(&r.process);
-  while (running > 0) {
+  while (std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return !r.collected; })) {
     wait_for_children(processes, stops, std::chrono::milliseconds(200));
     while (const int code = stops.next()) {
       forwarded = code;
@@ -95,9 +95,8 @@ std::optional<size_t> supervise(std::vector<Rank>& ranks, StopRequestQueue& stop
     for (auto& r : ranks) forward_output(r, false);
     for (size_t i = 0; i < ranks.size(); ++i) {
       Rank& r = ranks[i];
-      if (collected[i] || !r.process.poll()) continue;
-      collected[i] = true;
-      --running;
+      if (r.collected || !r.process.poll()) continue;
+      r.collected = true;
       forward_output(r, true);
       const ChildExit& e = *r.process.poll();
       if (e.code != 0 && !stopped_as_asked(e, forwarded) && !failed) {

@@ -5,6 +5,7 @@
 
 #include "trainer/config/load.hpp"
 #include "trainer/distributed/rank_generators.hpp"
+#include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/write_error.hpp"
 
@@ -76,7 +77,9 @@ void RunCheckpoints::write(const Session& s, const std::vector<fs::path>& also, 
   } catch (const TrainError& e) {
     throw TrainError(e.message() + " (after step " + std::to_string(s.state.step) + ")" + last_good());
   }
-  for (const auto& path : also) link_checkpoint(last_, path);
+  // Second names of last.pt (hard links, or copies where the file system has none). last.pt is always rewritten
+  // as a new file, so step-N.pt, epoch-E.pt and best.pt keep their contents when it changes.
+  for (const auto& path : also) link_file_atomically(last_, path);
 }
 
 void RunCheckpoints::save_step(const Session& s) {

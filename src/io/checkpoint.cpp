@@ -159,8 +159,6 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
   write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
 }
 
-void link_checkpoint(const fs::path& from, const fs::path& to) { link_file_atomically(from, to); }
-
 LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     : path_(path), archive_(std::make_shared<torch::serialize::InputArchive>()) {
   std::error_code ec;

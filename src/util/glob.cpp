@@ -51,8 +51,7 @@ bool glob_match(const std::string& pattern, const std::string& text) {
       const char c = pattern[p];
       if (c == '?') {
         ok = true;
-      } else if (c == '[' && match_set(pattern, p, text[t]).end) {
-        const Set set = match_set(pattern, p, text[t]);
+      } else if (const Set set = c == '[' ? match_set(pattern, p, text[t]) : Set{}; set.end) {
         ok = set.matches;
         next = set.end;
       } else if (c == '\\' && p + 1 < pattern.size()) {

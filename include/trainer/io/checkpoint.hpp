@@ -77,11 +77,6 @@ struct CheckpointModules {
 void save_checkpoint(const std::filesystem::path& path, const CheckpointMeta& meta, const CheckpointModules& modules,
                      const GeneratorRows& ranks = {});
 
-// Makes `to` a second name of checkpoint `from` (a hard link, replacing `to` atomically), or an atomic copy
-// where the file system has no hard links. last.pt is always rewritten as a new file, so step-N.pt, epoch-E.pt
-// and best.pt keep their contents when it changes.
-void link_checkpoint(const std::filesystem::path& from, const std::filesystem::path& to);
-
 class LoadedCheckpoint {
  public:
   explicit LoadedCheckpoint(const std::filesystem::path& path);  // throws CheckpointError naming the file

@@ -73,10 +73,14 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
   if (fd < 0) return last_error();
   struct stat info {};
   bytes.clear();
-  if (::fstat(fd, &info) == 0 && info.st_size > 0) bytes.reserve(static_cast<size_t>(info.st_size));
-  uint8_t chunk[1 << 16];
+  // Straight into the vector (every training image comes through here); past the size fstat gave (a file that
+  // grew meanwhile), through a small buffer.
+  if (::fstat(fd, &info) == 0 && info.st_size > 0) bytes.resize(static_cast<size_t>(info.st_size));
+  size_t got = 0;
+  uint8_t tail[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    const bool inside = got < bytes.size();
+    const ssize_t n = ::read(fd, inside ? bytes.data() + got : tail, inside ? bytes.size() - got : sizeof tail);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const auto ec = last_error();
@@ -84,9 +88,11 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
       return ec;
     }
     if (n == 0) break;
-    bytes.insert(bytes.end(), chunk, chunk + n);
+    if (!inside) bytes.insert(bytes.end(), tail, tail + n);
+    got += static_cast<size_t>(n);
   }
   ::close(fd);
+  bytes.resize(got);  // a file that shrank meanwhile
   return {};
 }
 

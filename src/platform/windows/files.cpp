@@ -87,20 +87,27 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
                                FILE_FLAG_SEQUENTIAL_SCAN, nullptr);
   if (h == INVALID_HANDLE_VALUE) return windows::last_error();
   bytes.clear();
+  // Straight into the vector (every training image comes through here); past the size the system gave (a file
+  // that grew meanwhile), through a small buffer.
   LARGE_INTEGER size{};
-  if (GetFileSizeEx(h, &size) && size.QuadPart > 0) bytes.reserve(static_cast<size_t>(size.QuadPart));
-  uint8_t chunk[1 << 16];
+  if (GetFileSizeEx(h, &size) && size.QuadPart > 0) bytes.resize(static_cast<size_t>(size.QuadPart));
+  size_t got = 0;
+  uint8_t tail[1 << 16];
   for (;;) {
-    DWORD got = 0;
-    if (!ReadFile(h, chunk, sizeof chunk, &got, nullptr)) {
+    const bool inside = got < bytes.size();
+    const DWORD room = inside ? static_cast<DWORD>(std::min<size_t>(bytes.size() - got, 1u << 30)) : sizeof tail;
+    DWORD n = 0;
+    if (!ReadFile(h, inside ? bytes.data() + got : tail, room, &n, nullptr)) {
       const auto ec = windows::last_error();
       CloseHandle(h);
       return ec;
     }
-    if (got == 0) break;
-    bytes.insert(bytes.end(), chunk, chunk + got);
+    if (n == 0) break;
+    if (!inside) bytes.insert(bytes.end(), tail, tail + n);
+    got += n;
   }
   CloseHandle(h);
+  bytes.resize(got);  // a file that shrank meanwhile
   return {};
 }
 
