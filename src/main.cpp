@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "trainer/cli/commands.hpp"
-#include "trainer/data/image_decode.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
 #include "trainer/platform/process.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"

@@ -29,7 +29,7 @@ opencv=$out/opencv-install
 if [[ ! -f $opencv/.done ]]; then
   src=$out/opencv-src
   rm -rf "$src" && mkdir -p "$src/lists/partial"
-  echo "deb-src http://deb.debian.org/debian bookworm main" >"$src/sources.list"
+  echo "deb-src $(scripts/apt_mirror.sh) bookworm main" >"$src/sources.list"
   apt_src=(-o "Dir::Etc::SourceList=$src/sources.list" -o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$src/lists")
   log "fetching Debian's opencv source package"
   (cd "$src" && apt-get "${apt_src[@]}" update -qq && apt-get "${apt_src[@]}" source --download-only opencv >/dev/null 2>&1)

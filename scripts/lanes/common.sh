@@ -1,11 +1,11 @@
 # Shared by the lanes: a cached Debian root per lane, packages installed in it, and commands run in it with
 # the repository bind-mounted at /src. Source it; it needs root (debootstrap, mount, chroot).
 #   TRAINER_LANE_CACHE  where the roots live (default /var/cache/trainer-lanes); delete a root to rebuild it
-#   TRAINER_MIRROR      the Debian mirror (default http://deb.debian.org/debian)
+#   TRAINER_MIRROR      the Debian mirror (default: the one this machine's apt uses, scripts/apt_mirror.sh)
 
 lane_cache=${TRAINER_LANE_CACHE:-/var/cache/trainer-lanes}
-lane_mirror=${TRAINER_MIRROR:-http://deb.debian.org/debian}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+lane_mirror=$("$repo/scripts/apt_mirror.sh")
 
 lane_log() { echo "$(basename "$0"): $*" >&2; }
 

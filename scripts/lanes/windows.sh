@@ -84,8 +84,8 @@ shims = f"{repo}/scripts/lanes/windows-shims"
 entries = [e for e in json.load(open(commands)) if e["file"].startswith(f"{repo}/src/")]
 # The platform layer's Windows half stands in for its POSIX half, with the same flags.
 for e in entries:
-    e["file"] = e["file"].replace("/src/platform/posix/", "/src/platform/windows/")
-    e["command"] = e["command"].replace("/src/platform/posix/", "/src/platform/windows/")
+    e["file"] = e["file"].replace("/src/platform/linux/", "/src/platform/windows/")
+    e["command"] = e["command"].replace("/src/platform/linux/", "/src/platform/windows/")
 if only:
     entries = [e for e in entries if any(o in e["file"] for o in only)]
 def windows_command(entry):

@@ -11,9 +11,10 @@
 #include "trainer/cli/bench_support.hpp"
 #include "trainer/cli/commands.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/loaders.hpp"
+#include "trainer/engine/resolve_config.hpp"
+#include "trainer/data/loader/loaders.hpp"
 #include "trainer/engine/session.hpp"
-#include "trainer/engine/step.hpp"
+#include "trainer/engine/session_step.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
 
@@ -80,7 +81,7 @@ int run_config_bench(const BenchArgs& a) {
     return run_data_bench(d);
   }
   if (a.mode != "model" && a.mode != "train") throw UsageError("--mode: expected data, model or train, got " + a.mode);
-  Config c = load_config(a.config, a.overrides);
+  Config c = resolve_config(a.config, a.overrides);
   RunLogs logs = make_run_logs({});
   if (a.json) logs.main->set_level(spdlog::level::err);  // stdout carries only the JSON line
   Session s = make_session(c, {}, logs, nullptr);

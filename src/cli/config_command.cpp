@@ -3,6 +3,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/config/schema.hpp"
 #include "trainer/util/error.hpp"
 
@@ -20,7 +21,7 @@ struct ConfigShowArgs {
 
 int run_config_show(const ConfigShowArgs& args) {
   if (args.config.empty()) throw UsageError("config show needs --config FILE");
-  std::cout << config_to_json(load_config(args.config, args.overrides)).dump(2) << "\n";
+  std::cout << config_to_json(resolve_config(args.config, args.overrides)).dump(2) << "\n";
   return 0;
 }
 

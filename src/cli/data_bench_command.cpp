@@ -14,15 +14,16 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/batch_decoder.hpp"
-#include "trainer/data/data_kinds.hpp"
-#include "trainer/data/decode_choice.hpp"
-#include "trainer/data/device_stager.hpp"
-#include "trainer/data/folder_source.hpp"
-#include "trainer/data/image_decode.hpp"
-#include "trainer/data/loaders.hpp"
-#include "trainer/data/model_input.hpp"
-#include "trainer/data/random_erasing.hpp"
+#include "trainer/engine/resolve_config.hpp"
+#include "trainer/data/device/batch_decoder.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
+#include "trainer/data/device/decode_choice.hpp"
+#include "trainer/data/device/device_stager.hpp"
+#include "trainer/data/sources/folder_source.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/device/model_input.hpp"
+#include "trainer/data/pixels/random_erasing.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/util/clock.hpp"
@@ -55,7 +56,7 @@ double decode_rate(const FolderSource& source, size_t threads, size_t& decoded) 
 
 int run_data_bench(const DataBenchArgs& a) {
   if (a.batches < 1 || a.warmup < 0) throw UsageError("bench data: --batches must be >= 1 and --warmup >= 0");
-  Config c = load_config(a.config, a.overrides);
+  Config c = resolve_config(a.config, a.overrides);
   apply_threads(c.run);
   const size_t workers = static_cast<size_t>(c.data.workers);
   const size_t batch_size = static_cast<size_t>(a.eval ? c.data.eval_batch_size : c.data.batch_size);

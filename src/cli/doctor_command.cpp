@@ -11,8 +11,9 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/data_kinds.hpp"
-#include "trainer/data/folder_source.hpp"
+#include "trainer/engine/resolve_config.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
+#include "trainer/data/sources/folder_source.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
@@ -385,7 +386,7 @@ int run_doctor(const DoctorArgs& args) {
   std::string config_error;
   if (!args.config.empty()) {
     try {
-      config = load_config(args.config, args.overrides);
+      config = resolve_config(args.config, args.overrides);
     } catch (const Error& e) {
       config_error = e.what();
     }

@@ -8,7 +8,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/transform.hpp"
+#include "trainer/data/pixels/transform.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/io/weights.hpp"

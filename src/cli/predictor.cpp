@@ -8,6 +8,7 @@
 
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
@@ -53,7 +54,7 @@ Predictor predictor_from_export(const std::string& path) {
     return j;
   };
   Predictor p;
-  p.config = parse_config(field("config"));
+  p.config = resolve_config(field("config"));
   p.config.model.num_classes = field("num_classes").get<int64_t>();
   const auto shape = field("input_shape");
   p.input = {shape.at(1).get<int64_t>(), shape.at(2).get<int64_t>(), shape.at(0).get<int64_t>()};

@@ -9,6 +9,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/distributed/launcher.hpp"
 #include "trainer/distributed/world.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
@@ -197,14 +198,14 @@ int train_auto(const TrainArgs& args, const Config& config) {
 }
 
 int train_new(const TrainArgs& args) {
-  const Config config = load_config(args.config, args.overrides);
+  const Config config = resolve_config(args.config, args.overrides);
   if (config.run.resume == ResumeMode::automatic) return train_auto(args, config);
   return train_new(args, config, /*replace=*/false);
 }
 
 // The whole pipeline on a few batches: train one epoch, save, resume for the second, evaluate best.pt.
 int train_smoke(const TrainArgs& args) {
-  Config config = load_config(args.config, args.overrides);
+  Config config = resolve_config(args.config, args.overrides);
   config.data.limit_train = 4 * config.data.batch_size;
   config.data.limit_eval = 4 * config.data.batch_size;
   config.train.epochs = 2;
@@ -248,20 +249,28 @@ int train_smoke(const TrainArgs& args) {
 
 namespace {
 
-// --nproc-per-node within what this machine holds: one process per GPU on CUDA, per core on the CPU (a typo of
-// 100000 would otherwise fork that many LibTorch processes).
+// --nproc-per-node within what this machine holds: one process per GPU on CUDA. On the CPU more processes than
+// cores is legitimate (a 3-rank world on a 2-core laptop or CI box tests a run that will resume on another world
+// size; torchrun allows it): a warning, up to kProcessesPerCore each; past that (a typo of 100000 would fork that
+// many LibTorch processes) it is refused.
+constexpr int64_t kProcessesPerCore = 4;
+
 void check_process_count(int64_t n, const TrainArgs& args) {
   const std::string option = "--nproc-per-node " + std::to_string(n);
   if (n < 1) throw UsageError(option + ": expected a number of processes >= 1");
-  const std::string device = args.config.empty() ? "auto" : load_config(args.config, args.overrides).run.device;
+  const std::string device = args.config.empty() ? "auto" : resolve_config(args.config, args.overrides).run.device;
   const auto gpus = static_cast<int64_t>(torch::cuda::device_count());
   if (gpus > 0 && device.rfind("cpu", 0) != 0) {
     if (n > gpus) throw UsageError(option + ": this machine has " + std::to_string(gpus) + " GPU(s), one process each");
     return;
   }
   const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n > kProcessesPerCore * cores)
+    throw UsageError(option + ": this machine has " + std::to_string(cores) + " CPU core(s); more than " +
+                     std::to_string(kProcessesPerCore) + " processes a core would only make each slower");
   if (n > cores)
-    throw UsageError(option + ": this machine has " + std::to_string(cores) + " CPU core(s), one process each");
+    spdlog::warn("{}: more processes than this machine's {} CPU core(s); they share them (slower, same results)",
+                 option, cores);
 }
 
 }  // namespace
@@ -300,7 +309,7 @@ int run_train(const TrainArgs& args) {
   if (args.resume == "auto") {
     if (args.config.empty())
       throw UsageError("--resume auto needs --config FILE: the run it continues, or starts in its folder");
-    return train_auto(args, load_config(args.config, args.overrides));
+    return train_auto(args, resolve_config(args.config, args.overrides));
   }
   if (!args.resume.empty()) return train_resume(args);
   if (args.config.empty()) throw UsageError("training needs --config FILE or --resume CHECKPOINT (see trainer --help)");

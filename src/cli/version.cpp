@@ -1,7 +1,7 @@
 #include <torch/torch.h>
 
 #include "trainer/cli/commands.hpp"
-#include "trainer/data/batch_decoder.hpp"
+#include "trainer/data/device/batch_decoder.hpp"
 #include "trainer/util/device.hpp"
 
 namespace trainer {

@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "trainer/config/json_fields.hpp"
-#include "trainer/config/kind_rules.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -57,15 +56,8 @@ json load_with_parents(const fs::path& file, std::vector<fs::path>& chain) {
   return merged;
 }
 
-void check_channels(const std::string& key, const std::vector<double>& values, int64_t channels) {
-  if (values.size() != 1 && static_cast<int64_t>(values.size()) != channels)
-    throw ConfigError("data." + key + ": expected 1 or model.in_channels (" + std::to_string(channels) +
-                      ") values, got " + std::to_string(values.size()));
-}
-
 // Defaults that depend on other fields, filled in so the resolved config shows the values used.
 void resolve(Config& c) {
-  apply_data_kind(c);  // the kind's usual mean and std, and its rules
   AugmentConfig& a = c.data.augment;
   if (a.eval_crop == 0) a.eval_crop = a.image_size;
   if (a.eval_resize == 0) a.eval_resize = static_cast<int64_t>(std::lround(static_cast<double>(a.eval_crop) / 0.875));
@@ -95,16 +87,12 @@ void check_pixel_augments(const AugmentConfig& a, int64_t channels) {
 }
 
 void validate(const Config& c) {
-  check_channels("mean", c.data.mean, c.model.in_channels);
-  check_channels("std", c.data.std, c.model.in_channels);
   if (c.model.num_classes == 1)
     throw ConfigError("model.num_classes: expected 0 (the training set's count) or at least 2, got 1");
   if (!c.data.class_names.empty() && c.model.num_classes > 0 &&
       static_cast<int64_t>(c.data.class_names.size()) != c.model.num_classes)
     throw ConfigError("data.class_names: expected model.num_classes (" + std::to_string(c.model.num_classes) +
                       ") names, got " + std::to_string(c.data.class_names.size()));
-  for (double s : c.data.std)
-    if (!(s > 0)) throw ConfigError("data.std: expected values > 0, got " + std::to_string(s));
   const AugmentConfig& a = c.data.augment;
   check_interval("data.augment.scale", a.scale, 0.0, 1.0);
   check_interval("data.augment.ratio", a.ratio, 0.0, HUGE_VAL);
@@ -119,7 +107,6 @@ void validate(const Config& c) {
     if (c.schedule.milestones[i] < 0 || (i > 0 && c.schedule.milestones[i] <= c.schedule.milestones[i - 1]))
       throw ConfigError("schedule.milestones: expected increasing epochs >= 0, got " +
                         nlohmann::json(c.schedule.milestones).dump());
-  check_schedule_kind(c);
   if (c.train.best_metric == BestMetric::ema_top1 && !c.train.ema.enabled)
     throw ConfigError("train.best_metric: \"ema_top1\" needs train.ema.enabled");
   const auto& betas = c.optim.betas;

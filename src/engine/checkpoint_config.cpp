@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
 
@@ -40,7 +41,7 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
   const json& saved = checkpoint.meta().config;
   json j = config_file.empty() ? saved : load_json_file(config_file);
   for (const auto& o : overrides) apply_override(j, o);
-  CheckpointConfig result{parse_config(j), {}};
+  CheckpointConfig result{resolve_config(j), {}};
   if (result.config.run.name.empty()) result.config.run.name = saved.value("run", json::object()).value("name", "");
   // A config that leaves model.num_classes to the data means the count the run resolved and saved.
   if (result.config.model.num_classes == 0)

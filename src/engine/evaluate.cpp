@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "trainer/data/device_stager.hpp"
-#include "trainer/data/loaders.hpp"
-#include "trainer/data/subset.hpp"
+#include "trainer/data/device/device_stager.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/sources/subset.hpp"
 #include "trainer/engine/step.hpp"
 #include "trainer/util/clock.hpp"
 

@@ -6,8 +6,9 @@
 #include <cmath>
 
 #include "fit_stages.hpp"
-#include "trainer/data/device_stager.hpp"
-#include "trainer/data/loaders.hpp"
+#include "trainer/data/device/device_stager.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/engine/session_step.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/text.hpp"

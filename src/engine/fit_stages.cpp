@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "trainer/data/loaders.hpp"
+#include "trainer/data/loader/loaders.hpp"
 #include "trainer/distributed/replica_check.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/plot/curves.hpp"

@@ -6,7 +6,7 @@
 
 #include <optional>
 
-#include "trainer/data/loaders.hpp"
+#include "trainer/data/loader/loaders.hpp"
 #include "trainer/distributed/stop_vote.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/engine/progress.hpp"

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 #include "trainer/util/write_error.hpp"
@@ -21,23 +22,27 @@ std::string header() {
   return h;
 }
 
-// Keeps the lines whose "step" is <= resume_step; the CSV keeps its header plus the same rows.
+void write_text_atomically(const fs::path& path, const std::string& text) {
+  write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+}
+
+// Keeps the lines whose "step" is <= resume_step; the CSV keeps its header plus the same rows. Both files are
+// replaced atomically: a full disk or a crash here leaves the run's whole history, never a cut one.
 void truncate_after(const fs::path& jsonl, const fs::path& csv, int64_t resume_step) {
-  std::vector<std::string> kept_json, kept_csv;
   std::ifstream jin(jsonl), cin(csv);
-  std::string jline, cline;
+  if (!jin) throw WriteError("cannot read " + jsonl.string() + " to continue it");
+  std::string kept_json, kept_csv = header() + '\n', jline, cline;
   std::getline(cin, cline);  // header
   while (std::getline(jin, jline)) {
     const bool has_csv = static_cast<bool>(std::getline(cin, cline));
     const auto j = nlohmann::json::parse(jline, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > resume_step) break;
-    kept_json.push_back(jline);
-    if (has_csv) kept_csv.push_back(cline);
+    const auto step = j.is_object() ? j.find("step") : j.end();
+    if (step == j.end() || !step->is_number_integer() || step->get<int64_t>() > resume_step) break;
+    kept_json += jline + '\n';
+    if (has_csv) kept_csv += cline + '\n';
   }
-  std::ofstream jout(jsonl, std::ios::trunc), cout(csv, std::ios::trunc);
-  for (const auto& l : kept_json) jout << l << '\n';
-  cout << header() << '\n';
-  for (const auto& l : kept_csv) cout << l << '\n';
+  write_text_atomically(jsonl, kept_json);
+  write_text_atomically(csv, kept_csv);
 }
 
 }  // namespace

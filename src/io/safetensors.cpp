@@ -93,7 +93,7 @@ Entry parse_entry(const std::string& where, const std::string& name, const json&
     const auto dim = as_unsigned(d);
     if (!dim || *dim > static_cast<uint64_t>(INT64_MAX))
       throw WeightsError(at + "shape " + v["shape"].dump() + " holds a value that is not a size");
-    if (__builtin_mul_overflow(elements, *dim, &elements))
+    if (multiply_overflows(elements, *dim, elements))
       throw WeightsError(at + "shape " + v["shape"].dump() + " overflows");
     e.shape.push_back(static_cast<int64_t>(*dim));
   }
@@ -106,7 +106,7 @@ Entry parse_entry(const std::string& where, const std::string& name, const json&
     throw WeightsError(at + "data_offsets " + v["data_offsets"].dump() + " run past the data area (" +
                        std::to_string(data_size) + " bytes)");
   uint64_t bytes = 0;
-  if (__builtin_mul_overflow(elements, e.dtype->size, &bytes) || bytes != *end - *begin)
+  if (multiply_overflows(elements, e.dtype->size, bytes) || bytes != *end - *begin)
     throw WeightsError(at + "data_offsets " + v["data_offsets"].dump() + " span " + std::to_string(*end - *begin) +
                        " bytes but shape " + v["shape"].dump() + " of " + e.dtype->name + " needs " +
                        std::to_string(elements) + " x " + std::to_string(e.dtype->size));

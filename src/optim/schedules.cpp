@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trainer/config/kind_rules.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "trainer/data/device_stager.hpp"
-#include "trainer/data/loaders.hpp"
-#include "trainer/data/synthetic.hpp"
+#include "trainer/data/device/device_stager.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/sources/synthetic.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/step.hpp"
 #include "trainer/models/factory.hpp"

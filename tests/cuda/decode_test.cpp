@@ -8,10 +8,10 @@
 
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
-#include "trainer/data/batch_decoder.hpp"
-#include "trainer/data/device_stager.hpp"
-#include "trainer/data/folder_source.hpp"
-#include "trainer/data/loaders.hpp"
+#include "trainer/data/device/batch_decoder.hpp"
+#include "trainer/data/device/device_stager.hpp"
+#include "trainer/data/sources/folder_source.hpp"
+#include "trainer/data/loader/loaders.hpp"
 
 namespace trainer {
 namespace {

@@ -13,10 +13,10 @@
 #include <map>
 
 #include "e2e/torchvision_reference.hpp"
-#include "trainer/data/augment_ops.hpp"
-#include "trainer/data/auto_augment.hpp"
-#include "trainer/data/image_decode.hpp"
-#include "trainer/data/pil_color.hpp"
+#include "trainer/data/pixels/augment_ops.hpp"
+#include "trainer/data/pixels/auto_augment.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/data/pixels/pil_color.hpp"
 
 namespace trainer {
 namespace {

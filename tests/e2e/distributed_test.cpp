@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <random>
+#include <thread>
 
 #include "e2e/e2e_support.hpp"
 #include "trainer/io/checkpoint.hpp"
@@ -170,6 +171,26 @@ TEST(Distributed, LauncherStopsAllRanksOnSigtermAndTheRunResumesExactly) {
   const auto single = trainer_cli("--resume " + (dir / "one_rank" / "last.pt").string());
   ASSERT_EQ(single.exit_code, 0) << single.output;
   EXPECT_EQ(LoadedCheckpoint(dir / "one_rank" / "last.pt").meta().step, 48);
+}
+
+// More ranks than cores on the CPU: a warning, and the run trains (a 3-rank world on a 2-core box is how a run
+// that resumes on another world size is tested); it was refused.
+TEST(Distributed, MoreRanksThanCoresWarnsAndTrains) {
+  TempDir dir;
+  write_mnist_dir(dir / "data", 96, 32);
+  auto c = small_run_config(dir / "data");
+  c.merge_patch({{"run", {{"threads", 1}, {"device", "cpu"}}},
+                 {"data", {{"workers", 0}, {"batch_size", 24}}},
+                 {"train", {{"epochs", 1}}}});
+  write_text(dir / "c.json", c.dump());
+  const auto n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) + 1;
+  const auto r = trainer_cli("--config " + (dir / "c.json").string() + " --nproc-per-node " + std::to_string(n) +
+                             " -o " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--nproc-per-node " + std::to_string(n) + ": more processes than this machine's"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(LoadedCheckpoint(dir / "run" / "last.pt").meta().step, 4);
 }
 
 // kill -9 of one rank: the launcher stops the other and exits 1 naming the rank, well within the timeout.

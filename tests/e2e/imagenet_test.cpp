@@ -3,6 +3,7 @@
 #include "e2e/e2e_support.hpp"
 #include "support/image_folder_fixture.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
 
@@ -38,7 +39,7 @@ struct FolderRun {
 
 std::map<std::string, torch::Tensor> weights(const fs::path& checkpoint) {
   const LoadedCheckpoint ck(checkpoint);
-  auto model = build_model(parse_config(ck.meta().config).model, {32, 32, 3});
+  auto model = build_model(resolve_config(ck.meta().config).model, {32, 32, 3});
   ck.restore_model(*model);
   std::map<std::string, torch::Tensor> out;
   for (const auto& p : model->named_parameters()) out[p.key()] = p.value();

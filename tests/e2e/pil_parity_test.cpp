@@ -7,8 +7,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "e2e/torchvision_reference.hpp"
-#include "trainer/data/image_decode.hpp"
-#include "trainer/data/transform.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/data/pixels/transform.hpp"
 
 namespace trainer {
 namespace {

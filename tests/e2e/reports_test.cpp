@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "e2e/e2e_support.hpp"
-#include "trainer/data/mnist_idx.hpp"
+#include "trainer/data/sources/mnist_idx.hpp"
 
 namespace trainer {
 namespace {

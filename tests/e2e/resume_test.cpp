@@ -4,6 +4,7 @@
 
 #include "e2e/e2e_support.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
 
@@ -15,7 +16,7 @@ using nlohmann::json;
 
 ClassifierPtr load_weights(const fs::path& checkpoint) {
   const LoadedCheckpoint ck(checkpoint);
-  const Config c = parse_config(ck.meta().config);
+  const Config c = resolve_config(ck.meta().config);
   auto model = build_model(c.model, {28, 28, 1});
   ck.restore_model(*model);
   return model;
@@ -93,7 +94,7 @@ void expect_mid_epoch_resume_is_exact(const json& overrides, int64_t stop_step) 
   EXPECT_EQ(ca.meta().ema_updates, cb.meta().ema_updates);
   expect_same_weights(*load_weights(straight / "last.pt"), *load_weights(split / "last.pt"),
                       "after a mid-epoch resume");
-  const Config c = parse_config(ca.meta().config);
+  const Config c = resolve_config(ca.meta().config);
   if (c.train.ema.enabled) {
     auto ea = build_model(c.model, {28, 28, 1}), eb = build_model(c.model, {28, 28, 1});
     ASSERT_TRUE(ca.restore_ema(*ea));

@@ -4,6 +4,7 @@
 
 #include "e2e/e2e_support.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
@@ -40,7 +41,7 @@ TEST(Export, WritesTheCheckpointWeightsUnderTorchvisionNamesWithMetadata) {
 
   const TensorFile file = read_safetensors(run.dir / "w.safetensors");
   const LoadedCheckpoint checkpoint(out / "last.pt");
-  const Config c = parse_config(checkpoint.meta().config);
+  const Config c = resolve_config(checkpoint.meta().config);
   auto model = build_model(c.model, {28, 28, 1});
   checkpoint.restore_model(*model);
   EXPECT_EQ(max_difference(file.tensors, model_state(*model)), 0.0);

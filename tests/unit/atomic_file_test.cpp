@@ -3,9 +3,11 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include "support/fixtures.hpp"
+#include "trainer/io/metrics_sink.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 
@@ -92,6 +94,49 @@ TEST(AtomicFile, ALibTorchArchiveOnAFullDiskIsAWriteErrorNotAnAbort) {
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
   }
   std::signal(SIGXFSZ, old_handler);
+}
+
+// A resume cuts metrics.jsonl and metrics.csv back to its step. On a full disk that must fail as a WriteError
+// with both files as they were: rewritten in place, they were truncated first and the run's history was lost.
+TEST(MetricsSink, ResumeOnAFullDiskKeepsTheWholeHistory) {
+  TempDir dir;
+  {
+    MetricsSink sink(dir.path(), std::nullopt, /*tensorboard=*/false);
+    for (int64_t step = 1; step <= 400; ++step) {
+      MetricsRow row;
+      row.kind = "train";
+      row.step = step;
+      row.loss = 1.0 / static_cast<double>(step);
+      sink.write(row);
+    }
+  }
+  const std::string jsonl = read_text(dir / "metrics.jsonl"), csv = read_text(dir / "metrics.csv");
+  ASSERT_GT(jsonl.size(), 8192u);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  try {
+    MetricsSink resumed(dir.path(), int64_t{300}, /*tensorboard=*/false);
+  } catch (const WriteError& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(message.rfind("cannot write " + (dir / "metrics.jsonl").string(), 0), 0u) << message;
+  EXPECT_EQ(read_text(dir / "metrics.jsonl"), jsonl);
+  EXPECT_EQ(read_text(dir / "metrics.csv"), csv);
+  // With room, the same resume keeps steps 1..300 in both files.
+  { MetricsSink resumed(dir.path(), int64_t{300}, /*tensorboard=*/false); }
+  const std::string cut = read_text(dir / "metrics.csv");
+  EXPECT_EQ(std::count(cut.begin(), cut.end(), '\n'), 301);
+  EXPECT_EQ(cut, csv.substr(0, cut.size()));
+  const std::string cut_json = read_text(dir / "metrics.jsonl");
+  EXPECT_EQ(std::count(cut_json.begin(), cut_json.end(), '\n'), 300);
+  EXPECT_EQ(cut_json, jsonl.substr(0, cut_json.size()));
 }
 
 TEST(AtomicFile, MissingFolderIsAnError) {

@@ -10,13 +10,14 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/auto_augment.hpp"
-#include "trainer/data/batch_dataset.hpp"
-#include "trainer/data/color_jitter.hpp"
-#include "trainer/data/loaders.hpp"
-#include "trainer/data/random_erasing.hpp"
-#include "trainer/data/sample_augment.hpp"
-#include "trainer/data/synthetic.hpp"
+#include "trainer/engine/resolve_config.hpp"
+#include "trainer/data/pixels/auto_augment.hpp"
+#include "trainer/data/loader/batch_dataset.hpp"
+#include "trainer/data/pixels/color_jitter.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/pixels/random_erasing.hpp"
+#include "trainer/data/pixels/sample_augment.hpp"
+#include "trainer/data/sources/synthetic.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -322,7 +323,7 @@ TEST(SampleAugment, BatchesAreTheSameWithZeroAndThreeWorkers) {
 
 Config parse(const nlohmann::json& augment) {
   nlohmann::json j = {{"data", {{"root", "/data"}, {"augment", augment}}}};
-  return parse_config(j);
+  return resolve_config(j);
 }
 
 std::string config_error(const nlohmann::json& augment) {
@@ -347,7 +348,7 @@ TEST(AugmentConfig, APolicyNameOrAnObjectWithItsParameters) {
   EXPECT_EQ(b.data.augment.random_erasing.value, ErasingValue::zero);
   EXPECT_EQ(b.data.augment.eval_resize, 256);  // from eval_crop, not image_size
   // The resolved config reads back to the same values.
-  const Config c = parse_config(config_to_json(b));
+  const Config c = resolve_config(config_to_json(b));
   EXPECT_EQ(config_to_json(c), config_to_json(b));
   EXPECT_EQ(config_to_json(b)["data"]["augment"]["random_erasing"]["value"], 0);
 }

@@ -1,10 +1,17 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
-#include "trainer/data/batch_dataset.hpp"
-#include "trainer/data/loaders.hpp"
-#include "trainer/data/model_input.hpp"
-#include "trainer/data/subset.hpp"
-#include "trainer/data/synthetic.hpp"
+#include <fstream>
+#include <numeric>
+
+#include "trainer/data/loader/batch_dataset.hpp"
+#include "trainer/data/loader/batch_pipeline.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/device/model_input.hpp"
+#include "trainer/data/sources/subset.hpp"
+#include "trainer/data/sources/synthetic.hpp"
+#include "trainer/util/error.hpp"
 
 namespace trainer {
 namespace {
@@ -19,6 +26,45 @@ TEST(BatchDataset, WritesSamplesIntoOneUint8NhwcTensor) {
   const Sample s = source->read(2);
   EXPECT_EQ(0, std::memcmp(batch.images[1].data_ptr<uint8_t>(), s.image.data, 4 * 3 * 3));
   EXPECT_EQ(batch.labels[0].item<int64_t>(), source->label(7));
+}
+
+// A batch that cannot be allocated (pinned memory refused, memory short) reaches the run as a DataError from
+// next(), in its place in the order, whichever thread allocated it; from a worker thread it ended the process.
+TEST(BatchPipeline, AFailedBatchAllocationIsADataErrorNotAnAbort) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "an address-space limit does not mix with AddressSanitizer's shadow memory";
+#else
+  auto source = std::make_shared<SyntheticSource>(64, ImageShape{4096, 4096, 3}, 2, 1);  // 48 MiB an image
+  auto dataset = std::make_shared<const BatchDataset>(source, false);
+  std::vector<size_t> indices(64);
+  std::iota(indices.begin(), indices.end(), size_t{0});
+  // The address space this process has now plus 1 GiB: the 3 GiB batch cannot be had.
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  statm >> pages;
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_AS, &saved), 0);
+  rlimit limit = saved;
+  limit.rlim_cur = pages * static_cast<size_t>(::sysconf(_SC_PAGESIZE)) + (size_t{1} << 30);
+  for (const size_t workers : {size_t{0}, size_t{2}}) {
+    std::string message;
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &limit), 0);
+    try {
+      int plans = 0;
+      BatchPipeline pipeline(
+          [&]() -> std::optional<BatchPlan> {
+            if (plans++ > 0) return std::nullopt;
+            return BatchPlan{dataset, indices};
+          },
+          workers, /*in_flight=*/2);
+      pipeline.next();
+    } catch (const DataError& e) {
+      message = e.what();
+    }
+    ::setrlimit(RLIMIT_AS, &saved);
+    EXPECT_EQ(message.rfind("cannot allocate a batch of 64 images (", 0), 0u) << workers << " workers: " << message;
+  }
+#endif
 }
 
 TEST(BatchDataset, SyntheticSamplesAreDeterministic) {

@@ -9,12 +9,13 @@
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/batch_decoder.hpp"
-#include "trainer/data/decode_choice.hpp"
-#include "trainer/data/device_stager.hpp"
-#include "trainer/data/folder_source.hpp"
-#include "trainer/data/image_decode.hpp"
-#include "trainer/data/loaders.hpp"
+#include "trainer/engine/resolve_config.hpp"
+#include "trainer/data/device/batch_decoder.hpp"
+#include "trainer/data/device/decode_choice.hpp"
+#include "trainer/data/device/device_stager.hpp"
+#include "trainer/data/sources/folder_source.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/data/loader/loaders.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -66,7 +67,7 @@ Config decode_config(const std::string& decode, const std::string& extra = "") {
   auto j = nlohmann::json::parse(R"({"data": {"kind": "imagenet", "root": "/data"}, "model": {"in_channels": 3}})");
   j["data"]["decode"] = decode;
   if (!extra.empty()) apply_override(j, extra);
-  return parse_config(j);
+  return resolve_config(j);
 }
 
 TEST(DecodeChoice, WhereTheJpegsAreDecodedAndWhy) {
@@ -98,7 +99,7 @@ TEST(DecodeChoice, CudaWithoutNvjpegOrWithoutADeviceIsAConfigError) {
   EXPECT_EQ(testing::error_of<ConfigError>([] { choose_decode(decode_config("cuda"), torch::kCPU, true); }),
             "config: data.decode cuda: the run is on cpu, and nvJPEG decodes on a CUDA device; use auto or cpu");
   EXPECT_EQ(testing::error_of<ConfigError>([] {
-              parse_config(nlohmann::json::parse(R"({"data": {"kind": "mnist", "root": "/data", "decode": "cuda"}})"));
+              resolve_config(nlohmann::json::parse(R"({"data": {"kind": "mnist", "root": "/data", "decode": "cuda"}})"));
             }),
             "config: data.decode: \"cuda\" decodes image files; data.kind mnist has none (use auto or cpu)");
   if (!nvjpeg_built()) {

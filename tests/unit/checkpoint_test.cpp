@@ -4,6 +4,7 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/zip_records.hpp"
 #include "trainer/models/factory.hpp"
@@ -36,7 +37,7 @@ Trained make_trained(const Config& c, uint64_t seed) {
 }
 
 Config small_config() {
-  return parse_config(nlohmann::json{{"data", {{"root", "/d"}}}, {"model", {{"num_classes", 4}}}});
+  return resolve_config(nlohmann::json{{"data", {{"root", "/d"}}}, {"model", {{"num_classes", 4}}}});
 }
 
 CheckpointMeta meta_at(const Config& c, int64_t step) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <csignal>
 #include <thread>
 
 #include "support/fixtures.hpp"
@@ -49,8 +50,8 @@ TEST(Collectives, TwoRanksSumAndBroadcastOverLoopback) {
   }
 }
 
-// A stop request on one rank stops both after the same step, one step after the ballot it was cast in; with
-// requests on both, each keeps its own signal; a ballot of no requests goes on.
+// A stop request on one rank stops both after the same step, one step after the ballot it was cast in, with the
+// same signal on both (SIGTERM over SIGINT); a ballot of no requests goes on.
 TEST(StopVote, BothRanksDecideTheSameStepOneBallotLater) {
   const int port = testing::free_loopback_port();
   // Per rank and step: the signal pending there. Rank 1 is signalled (SIGTERM) from step 2 on; rank 0 from step 5
@@ -71,9 +72,27 @@ TEST(StopVote, BothRanksDecideTheSameStepOneBallotLater) {
   std::thread other(rank, 1);
   rank(0);
   other.join();
-  EXPECT_EQ(decided[0], (std::vector<int>{0, 0, 0, 15, 15, 15, 2}));
+  EXPECT_EQ(decided[0], (std::vector<int>{0, 0, 0, 15, 15, 15, 15}));
   EXPECT_EQ(decided[1], (std::vector<int>{0, 0, 0, 15, 15, 15, 15}));
   for (int r = 0; r < 2; ++r) EXPECT_EQ(saves[r], (std::vector<bool>{false, false, true, false, false, false, false}));
+}
+
+// SIGINT on one rank and SIGTERM on another: all three ranks stop with SIGTERM (exit 143). Averaged, the two
+// signals made 8 (SIGFPE) on the third rank, which then exited 136.
+TEST(StopVote, MixedSignalsGiveEveryRankTheSameOne) {
+  const int port = testing::free_loopback_port();
+  const std::vector<std::vector<int>> own{{0, SIGINT, SIGINT}, {0, SIGTERM, SIGTERM}, {0, 0, 0}};
+  std::vector<std::vector<int>> decided(3);
+  auto rank = [&](int64_t r) {
+    Collectives group(loopback(r, 3, port), CollectivesOptions{std::chrono::seconds(20)});
+    StopVote vote(group);
+    for (int s : own[r]) decided[r].push_back(vote.cast(s, false).stop);
+  };
+  std::thread one(rank, 1), two(rank, 2);
+  rank(0);
+  one.join();
+  two.join();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(decided[r], (std::vector<int>{0, 0, SIGTERM})) << "rank " << r;
 }
 
 // 2 ranks x 8 images (each in 2 accumulated micro-batches of 4) give the gradient of 1 process x 16 images,

@@ -2,6 +2,7 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/config/schema.hpp"
 #include "trainer/util/error.hpp"
 
@@ -16,7 +17,7 @@ json minimal() { return json{{"data", {{"root", "/data"}}}}; }
 
 std::string config_error(const json& j) {
   try {
-    parse_config(j);
+    resolve_config(j);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -24,7 +25,7 @@ std::string config_error(const json& j) {
 }
 
 TEST(Config, DefaultsComeFromTheStructs) {
-  const Config c = parse_config(minimal());
+  const Config c = resolve_config(minimal());
   EXPECT_EQ(c.data.batch_size, 64);
   EXPECT_EQ(c.model.arch, "mnist_cnn");
   EXPECT_EQ(c.schedule.kind, ScheduleKind::cosine);
@@ -37,7 +38,7 @@ TEST(Config, ReadsTypedValues) {
   j["data"]["batch_size"] = 128;
   j["data"]["mean"] = {0.5};
   j["schedule"] = {{"kind", "step"}};
-  const Config c = parse_config(j);
+  const Config c = resolve_config(j);
   EXPECT_DOUBLE_EQ(c.optim.lr, 0.2);
   EXPECT_TRUE(c.optim.nesterov);
   EXPECT_EQ(c.data.batch_size, 128);
@@ -83,7 +84,7 @@ TEST(Config, OutOfRangeValues) {
   json k = minimal();
   k["model"] = {{"num_classes", 1}};
   EXPECT_EQ(config_error(k), "config: model.num_classes: expected 0 (the training set's count) or at least 2, got 1");
-  EXPECT_EQ(parse_config(minimal()).model.num_classes, 0);  // from the training data when the run starts
+  EXPECT_EQ(resolve_config(minimal()).model.num_classes, 0);  // from the training data when the run starts
 }
 
 TEST(Config, UnknownEnumListsValidValues) {
@@ -101,7 +102,7 @@ TEST(Config, ModelSectionReadsStemAndWeightOptions) {
                 {"zero_init_residual", true},
                 {"init_from", "w.safetensors"},
                 {"init_exclude", {"fc.*", "layer4.*"}}};
-  const Config c = parse_config(j);
+  const Config c = resolve_config(j);
   EXPECT_EQ(c.model.stem, StemKind::small);
   EXPECT_TRUE(c.model.zero_init_residual);
   EXPECT_EQ(c.model.init_from, "w.safetensors");
@@ -126,7 +127,7 @@ TEST(Config, ExtendsMergesParentUnderChild) {
   TempDir dir;
   write_text(dir / "base.json", R"({"data": {"root": "/base", "batch_size": 32}, "optim": {"lr": 0.5}})");
   write_text(dir / "child.json", R"({"extends": "base.json", "data": {"batch_size": 16}})");
-  const Config c = load_config(dir / "child.json", {});
+  const Config c = resolve_config(dir / "child.json", {});
   EXPECT_EQ(c.data.root, "/base");
   EXPECT_EQ(c.data.batch_size, 16);
   EXPECT_DOUBLE_EQ(c.optim.lr, 0.5);
@@ -137,37 +138,37 @@ TEST(Config, ExtendsCycleIsAnError) {
   TempDir dir;
   write_text(dir / "a.json", R"({"extends": "b.json"})");
   write_text(dir / "b.json", R"({"extends": "a.json"})");
-  EXPECT_THROW(load_config(dir / "a.json", {}), ConfigError);
+  EXPECT_THROW(resolve_config(dir / "a.json", {}), ConfigError);
 }
 
 TEST(Config, InvalidJsonNamesTheFile) {
   TempDir dir;
   write_text(dir / "bad.json", "{\"data\": ");
   try {
-    load_config(dir / "bad.json", {});
+    resolve_config(dir / "bad.json", {});
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.json: invalid JSON"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(load_config(dir / "missing.json", {}), ConfigError);
+  EXPECT_THROW(resolve_config(dir / "missing.json", {}), ConfigError);
 }
 
 // Switch keys take true, false or "auto" and are written back the same way; the schema lists all three.
 TEST(Config, SwitchesReadBooleansAndAuto) {
   json j = minimal();
-  EXPECT_EQ(parse_config(j).model.channels_last, Switch::automatic);
-  EXPECT_EQ(config_to_json(parse_config(j))["model"]["channels_last"], "auto");
+  EXPECT_EQ(resolve_config(j).model.channels_last, Switch::automatic);
+  EXPECT_EQ(config_to_json(resolve_config(j))["model"]["channels_last"], "auto");
   j["model"] = {{"channels_last", true}};
   j["train"] = {{"amp", {{"eval", false}}}};
-  const Config c = parse_config(j);
+  const Config c = resolve_config(j);
   EXPECT_EQ(c.model.channels_last, Switch::on);
   EXPECT_EQ(c.train.amp.eval, Switch::off);
   const json out = config_to_json(c);
   EXPECT_EQ(out["model"]["channels_last"], true);
   EXPECT_EQ(out["train"]["amp"]["eval"], false);
-  EXPECT_EQ(parse_config(out).model.channels_last, Switch::on);
+  EXPECT_EQ(resolve_config(out).model.channels_last, Switch::on);
   j["model"]["channels_last"] = "auto";
-  EXPECT_EQ(parse_config(j).model.channels_last, Switch::automatic);
+  EXPECT_EQ(resolve_config(j).model.channels_last, Switch::automatic);
   j["model"]["channels_last"] = "yes";
   EXPECT_EQ(config_error(j), "config: model.channels_last: unknown value \"yes\" (valid: auto, true, false)");
   j["model"]["channels_last"] = 1;
@@ -180,12 +181,12 @@ TEST(Config, SwitchesReadBooleansAndAuto) {
 
 TEST(Config, RunBackendSwitchesDefaultForGpuTraining) {
   json j = minimal();
-  const Config c = parse_config(j);
+  const Config c = resolve_config(j);
   EXPECT_TRUE(c.run.cudnn_benchmark);
   EXPECT_TRUE(c.run.tf32);
   EXPECT_FALSE(c.run.deterministic);
   j["run"] = {{"deterministic", true}, {"tf32", false}, {"cudnn_benchmark", false}};
-  const Config d = parse_config(j);
+  const Config d = resolve_config(j);
   EXPECT_TRUE(d.run.deterministic);
   EXPECT_FALSE(d.run.tf32);
   EXPECT_FALSE(d.run.cudnn_benchmark);
@@ -194,25 +195,25 @@ TEST(Config, RunBackendSwitchesDefaultForGpuTraining) {
 TEST(Config, SetOverridesParseJsonElseString) {
   TempDir dir;
   write_text(dir / "c.json", R"({"data": {"root": "/d"}})");
-  const Config c = load_config(dir / "c.json", {"optim.lr=0.02", "data.batch_size=128", "schedule.kind=constant",
+  const Config c = resolve_config(dir / "c.json", {"optim.lr=0.02", "data.batch_size=128", "schedule.kind=constant",
                                                 "run.name=my run", "optim.nesterov=true"});
   EXPECT_DOUBLE_EQ(c.optim.lr, 0.02);
   EXPECT_EQ(c.data.batch_size, 128);
   EXPECT_EQ(c.schedule.kind, ScheduleKind::constant);
   EXPECT_EQ(c.run.name, "my run");
   EXPECT_TRUE(c.optim.nesterov);
-  EXPECT_THROW(load_config(dir / "c.json", {"optim.lr"}), UsageError);
-  EXPECT_THROW(load_config(dir / "c.json", {"optim..lr=1"}), UsageError);
-  EXPECT_THROW(load_config(dir / "c.json", {"optim.lrate=1"}), ConfigError);
+  EXPECT_THROW(resolve_config(dir / "c.json", {"optim.lr"}), UsageError);
+  EXPECT_THROW(resolve_config(dir / "c.json", {"optim..lr=1"}), UsageError);
+  EXPECT_THROW(resolve_config(dir / "c.json", {"optim.lrate=1"}), ConfigError);
 }
 
 TEST(Config, ResolvedJsonRoundTrips) {
   json j = minimal();
   j["optim"] = {{"lr", 0.123456789}};
   j["schedule"] = {{"kind", "step"}};
-  const Config a = parse_config(j);
+  const Config a = resolve_config(j);
   const json resolved = config_to_json(a);
-  const Config b = parse_config(resolved);
+  const Config b = resolve_config(resolved);
   EXPECT_EQ(config_to_json(b), resolved);
   EXPECT_EQ(resolved["schedule"]["kind"], "step");
   EXPECT_DOUBLE_EQ(b.optim.lr, 0.123456789);

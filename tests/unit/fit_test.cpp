@@ -1,11 +1,12 @@
 // fit() driven in-process: what a run leaves behind when libtorch fails inside a step, and the rule for the
-// epoch's last partial batch (data/last_batch.hpp).
+// epoch's last partial batch (data/loader/last_batch.hpp).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/data/last_batch.hpp"
+#include "trainer/engine/resolve_config.hpp"
+#include "trainer/data/loader/last_batch.hpp"
 #include "trainer/engine/fit.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/classifier.hpp"
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 Config dropout_run(const fs::path& data) {
-  return parse_config(
+  return resolve_config(
       nlohmann::json{{"run", {{"seed", 5}, {"threads", 1}, {"tensorboard", false}, {"plot", false}}},
                      {"data", {{"kind", "mnist"}, {"root", data.string()}, {"batch_size", 8}, {"workers", 0}}},
                      {"model", {{"arch", "mnist_cnn"}, {"dropout", 0.3}}},

@@ -4,7 +4,7 @@
 
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
-#include "trainer/data/image_decode.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

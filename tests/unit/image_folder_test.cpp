@@ -3,7 +3,7 @@
 #include <functional>
 
 #include "support/fixtures.hpp"
-#include "trainer/data/image_folder.hpp"
+#include "trainer/data/sources/image_folder.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

@@ -3,9 +3,9 @@
 
 #include <set>
 
-#include "trainer/data/augment_ops.hpp"
-#include "trainer/data/auto_augment.hpp"
-#include "trainer/data/data_kinds.hpp"
+#include "trainer/data/pixels/augment_ops.hpp"
+#include "trainer/data/pixels/auto_augment.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/optim/schedules.hpp"
 

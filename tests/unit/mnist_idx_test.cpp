@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "support/fixtures.hpp"
-#include "trainer/data/mnist_idx.hpp"
-#include "trainer/data/subset.hpp"
+#include "trainer/data/sources/mnist_idx.hpp"
+#include "trainer/data/sources/subset.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

@@ -1,4 +1,4 @@
-#include "trainer/data/resample.hpp"
+#include "trainer/data/pixels/resample.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,10 +5,10 @@
 #include <numeric>
 
 #include "support/fixtures.hpp"
-#include "trainer/data/batch_dataset.hpp"
-#include "trainer/data/epoch_sampler.hpp"
-#include "trainer/data/loaders.hpp"
-#include "trainer/data/synthetic.hpp"
+#include "trainer/data/loader/batch_dataset.hpp"
+#include "trainer/data/loader/epoch_sampler.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/sources/synthetic.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "trainer/data/transform.hpp"
+#include "trainer/data/pixels/transform.hpp"
 
 namespace trainer {
 namespace {

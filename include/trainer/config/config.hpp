@@ -1,7 +1,7 @@
 // The typed configuration of a run. Defaults live here and only here (member initializers); every field is
 // declared and documented once, in its struct's visit(), which the JSON reader, the resolved-config writer, the
-// validation and the schema (`trainer config schema`, configs/schema.json) use. Load one with load_config()
-// (load.hpp).
+// validation and the schema (`trainer config schema`, configs/schema.json) use. Read one with load_config()
+// (load.hpp); programs use resolve_config() (engine/resolve_config.hpp), which also applies the kinds' rows.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,6 @@
-// Turns a JSON file (with an optional "extends" parent) and --set overrides into a validated Config.
+// Turns a JSON file (with an optional "extends" parent) and --set overrides into a typed Config, checked field by
+// field and across fields. The rules of the kinds a config picks (data.kind, schedule.kind) live in their rows
+// above this module: programs read configs through resolve_config (engine/resolve_config.hpp), which applies them.
 //   Config c = load_config("configs/mnist_cnn.json", {"optim.lr=0.02"});
 // Every error is a ConfigError naming the file or the JSON path.
 #pragma once

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/data/image_shape.hpp"
+#include "trainer/data/pixels/image_shape.hpp"
 #include "trainer/io/safetensors.hpp"
 #include "trainer/models/classifier.hpp"
 

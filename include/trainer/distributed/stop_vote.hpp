@@ -26,7 +26,7 @@ class StopVote {
   StopVote& operator=(const StopVote&) = delete;
 
   struct Decision {
-    int stop = 0;       // 0 to go on, or the signal to stop with (the rank's own, else the mean of the others')
+    int stop = 0;       // 0 to go on, or the signal every rank stops with: SIGTERM if any rank had it, else SIGINT
     bool save = false;  // a rank's timed checkpoint is due: all save
   };
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "trainer/config/config.hpp"
-#include "trainer/data/image_shape.hpp"
+#include "trainer/data/pixels/image_shape.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/classifier.hpp"
 

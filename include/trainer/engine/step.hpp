@@ -1,19 +1,14 @@
-// The training step, in two layers, so every benchmark times exactly what training runs.
-// One optimizer step is `accumulate_steps` micro-batches, each forward and backward, then one update.
+// The model step, the lower of the training step's two layers (the session step, session_step.hpp, runs it on a
+// loader's batches), so every benchmark times exactly what training runs. One optimizer step is
+// `accumulate_steps` micro-batches, each forward and backward, then one update.
 //
-// The model step (session-free; `trainer bench --arch` calls it on random images): forward_backward() (autocast
-// forward and loss, loss / accumulate_steps, scaled backward) and apply_update() (unscale, overflow check,
-// clipping, optimizer step, scale update, gradients dropped).
+// Session-free (`trainer bench --arch` calls it on random images): forward_backward() (autocast forward and loss,
+// loss / accumulate_steps, scaled backward) and apply_update() (unscale, overflow check, clipping, optimizer step,
+// scale update, gradients dropped).
 //   StepOptions o = step_options(config.train, device);
 //   LossScaler scaler(config.train.amp, o.uses_scaler());
 //   auto r = forward_backward(*model, mix_batch(x, y, mix, seed), o, scaler);
 //   if (last micro-batch) { UpdateResult u = apply_update(*model, *optimizer, scaler, o); }
-//
-// The session step (fit() and `trainer bench --config`): a loader's batch goes to the device, is normalised,
-// erased and mixed by the (seed, step, micro-batch) draw, then runs the model step; after the last micro-batch
-// the update is taken, the step counted and the EMA updated.
-//   const TrainedMicroBatch m = train_micro_batch(session, batch, micro);
-//   if (micro + 1 == session.config.train.accumulate_steps) { UpdateResult u = take_optimizer_step(session); }
 #pragma once
 
 #include <torch/optim/optimizer.h>
@@ -22,14 +17,11 @@
 #include <optional>
 
 #include "trainer/config/config.hpp"
-#include "trainer/data/batch_dataset.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/mix.hpp"
 #include "trainer/models/classifier.hpp"
 
 namespace trainer {
-
-// ---- the model step ----
 
 struct StepOptions {
   double label_smoothing = 0.0;
@@ -67,23 +59,5 @@ struct UpdateResult {
 
 UpdateResult apply_update(Classifier& model, torch::optim::Optimizer& optimizer, LossScaler& scaler,
                           const StepOptions& options);
-
-// ---- the session step ----
-
-struct Session;
-
-struct TrainedMicroBatch {
-  MicroResult out;
-  torch::Tensor labels;  // the hard labels on the model's device
-};
-
-// Micro-batch `micro` (0-based) of optimizer step session.state.step + 1, batch session.state.batch_in_epoch of
-// its epoch. Data-parallel: `last` (the step's last micro-batch) makes its backward pass all-reduce the
-// gradients, and a rank's share of the global batch weighs its loss by its size.
-TrainedMicroBatch train_micro_batch(Session& session, const ImageBatch& batch, int64_t micro, bool last = true);
-
-// Data-parallel: the averaged gradients are waited for; then apply_update(), the step is counted
-// (session.state.step) and, unless the loss scaler skipped it, the weight EMA follows.
-UpdateResult take_optimizer_step(Session& session);
 
 }  // namespace trainer

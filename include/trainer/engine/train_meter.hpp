@@ -11,7 +11,7 @@
 #include <torch/types.h>
 
 #include "trainer/distributed/collectives.hpp"
-#include "trainer/engine/step.hpp"
+#include "trainer/engine/session_step.hpp"
 #include "trainer/io/metrics_sink.hpp"
 #include "trainer/util/clock.hpp"
 

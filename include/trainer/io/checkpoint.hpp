@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/data/image_shape.hpp"
+#include "trainer/data/pixels/image_shape.hpp"
 
 namespace trainer {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "trainer/config/config.hpp"
-#include "trainer/data/image_shape.hpp"
+#include "trainer/data/pixels/image_shape.hpp"
 #include "trainer/models/classifier.hpp"
 
 namespace trainer {

@@ -1,6 +1,6 @@
 // The learning-rate schedules after warmup, one row each: whether it decays to schedule.min_lr, what else its keys
 // must satisfy, and its rate as a pure function of the steps since warmup. lr_at() (optim/schedule.hpp) adds the
-// warmup; the config reader checks each row's rules (config/kind_rules.hpp). A new schedule is one ScheduleKind
+// warmup; resolve_config checks each row's rules (engine/resolve_config.hpp). A new schedule is one ScheduleKind
 // value with its name (config/config.hpp) and one row in schedules.cpp.
 //   const ScheduleRow& row = schedule_row(config.schedule.kind);
 //   double lr = row.lr(config.schedule, base_lr, {t, span, steps_per_epoch});
@@ -32,5 +32,9 @@ struct ScheduleRow {
 
 const std::vector<ScheduleRow>& schedule_rows();
 const ScheduleRow& schedule_row(ScheduleKind kind);
+
+// Checks the schedule's row against a config just read: its rules and the run's base learning rate (ConfigError
+// naming the key). resolve_config (engine/resolve_config.hpp) calls it.
+void check_schedule_kind(const Config& c);
 
 }  // namespace trainer

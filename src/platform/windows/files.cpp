@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trainer/platform/read_loop.hpp"
+
 #include "windows_support.hpp"
 
 namespace trainer {
@@ -86,29 +88,19 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
                                FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
                                FILE_FLAG_SEQUENTIAL_SCAN, nullptr);
   if (h == INVALID_HANDLE_VALUE) return windows::last_error();
-  bytes.clear();
-  // Straight into the vector (every training image comes through here); past the size the system gave (a file
-  // that grew meanwhile), through a small buffer.
   LARGE_INTEGER size{};
-  if (GetFileSizeEx(h, &size) && size.QuadPart > 0) bytes.resize(static_cast<size_t>(size.QuadPart));
-  size_t got = 0;
-  uint8_t tail[1 << 16];
-  for (;;) {
-    const bool inside = got < bytes.size();
-    const DWORD room = inside ? static_cast<DWORD>(std::min<size_t>(bytes.size() - got, 1u << 30)) : sizeof tail;
-    DWORD n = 0;
-    if (!ReadFile(h, inside ? bytes.data() + got : tail, room, &n, nullptr)) {
-      const auto ec = windows::last_error();
-      CloseHandle(h);
-      return ec;
-    }
-    if (n == 0) break;
-    if (!inside) bytes.insert(bytes.end(), tail, tail + n);
-    got += n;
-  }
+  const bool sized = GetFileSizeEx(h, &size) && size.QuadPart > 0;
+  const auto ec = read_all(sized ? static_cast<size_t>(size.QuadPart) : 0, bytes,
+                           [h](uint8_t* buffer, size_t room, size_t& got) {
+                             DWORD n = 0;  // ReadFile takes at most a DWORD's worth: 1 GiB a call
+                             if (!ReadFile(h, buffer, static_cast<DWORD>(std::min<size_t>(room, 1u << 30)), &n,
+                                           nullptr))
+                               return windows::last_error();
+                             got = n;
+                             return std::error_code{};
+                           });
   CloseHandle(h);
-  bytes.resize(got);  // a file that shrank meanwhile
-  return {};
+  return ec;
 }
 
 }  // namespace trainer

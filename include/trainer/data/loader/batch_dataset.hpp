@@ -1,0 +1,65 @@
+// Batches for the loaders (loaders.hpp): samples are written straight into one uint8 NHWC tensor
+// (pinned when the model is on CUDA); normalisation happens later, on the device (see to_model_input).
+// A sample that cannot be read is recorded in `bad`; for training its slot is filled with another sample,
+// chosen by (seed, epoch, index), so batches stay full and deterministic; for evaluation (BadSlot::drop) the
+// slot is zeroed and labelled kDroppedLabel, so that metrics leave it out instead of counting a duplicate.
+// Without `bad` the error propagates. Training batches also go through `augment` (sample_augment.hpp).
+// Repeated augmentation: an index i + k * size() is copy k of sample i, read with its own augmentation draws.
+// With `defer_decode` (data.decode cuda) the JPEGs the GPU takes are read and planned but left encoded, for the
+// batch decoder. Runs build their loaders through loaders.hpp.
+//   BatchDataset ds(source, /*pin_memory=*/false, {seed, epoch}, bad);
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "trainer/data/sources/bad_samples.hpp"
+#include "trainer/data/loader/epoch_sampler.hpp"
+#include "trainer/data/pixels/encoded_image.hpp"
+#include "trainer/data/sources/image_source.hpp"
+#include "trainer/data/pixels/sample_augment.hpp"
+
+namespace trainer {
+
+struct ImageBatch {
+  torch::Tensor images;  // uint8 [B, H, W, C]
+  torch::Tensor labels;  // int64 [B]
+  torch::Tensor erase;   // random erasing: int64 [B, kEraseColumns] on the CPU; undefined when off
+  // Decode on the GPU: per slot, the sample left encoded for the batch decoder (batch_decoder.hpp), or an empty
+  // entry where the CPU decoded it (not a JPEG the GPU takes). Empty when the CPU decodes everything.
+  std::vector<EncodedImage> encoded = {};
+  std::shared_ptr<BadSamples> bad = nullptr;  // where a deferred file that cannot be decoded is recorded
+  bool drop_bad = false;                      // ... and whether its slot is dropped (eval) or replaced (train)
+};
+
+// Label of a slot whose image could not be read under BadSlot::drop.
+constexpr int64_t kDroppedLabel = -1;
+enum class BadSlot { replace, drop };
+
+class BatchDataset {
+ public:
+  BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context = {},
+               std::shared_ptr<BadSamples> bad = nullptr, BadSlot bad_slot = BadSlot::replace,
+               std::shared_ptr<const SampleAugment> augment = nullptr, bool defer_decode = false);
+  ImageBatch get_batch(const std::vector<size_t>& indices) const;
+  // The two halves of get_batch, for a pipeline that fills one batch from several threads: the empty batch of
+  // `n` samples, and sample `index` (an entry of the sampler's order) read into its slot `b`. fill() is
+  // thread-safe for distinct slots of a batch.
+  ImageBatch allocate(size_t n) const;
+  void fill(ImageBatch& batch, size_t b, size_t index) const;
+  size_t size() const { return source_->size(); }
+
+ private:
+  std::shared_ptr<const ImageSource> source_;
+  ImageShape shape_;
+  bool pin_memory_;
+  ReadContext context_;
+  std::shared_ptr<BadSamples> bad_;
+  BadSlot bad_slot_;
+  std::shared_ptr<const SampleAugment> augment_;
+  bool defer_decode_;  // JPEGs the GPU decodes are left encoded in ImageBatch::encoded
+};
+
+}  // namespace trainer

@@ -1,0 +1,116 @@
+#include "trainer/data/sources/folder_source.hpp"
+
+#include "trainer/data/pixels/encoded_image.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/hash.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+FolderSource::FolderSource(fs::path dir, FileList files, std::vector<std::string> class_names, TransformSpec spec,
+                           int64_t channels)
+    : dir_(std::move(dir)),
+      files_(std::move(files)),
+      class_names_(std::move(class_names)),
+      spec_(spec),
+      channels_(channels) {}
+
+void FolderSource::read_into(size_t i, const ReadContext& context, cv::Mat& out) const {
+  EncodedImage unused;
+  read_sample(i, context, out, /*defer=*/false, unused);
+}
+
+bool FolderSource::read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const {
+  return read_sample(i, context, out, /*defer=*/true, deferred);
+}
+
+bool FolderSource::read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer,
+                               EncodedImage& deferred) const {
+  const fs::path path = file(i);
+  std::vector<uint8_t> bytes = read_file_bytes(path);
+  const ImageInfo info = probe_image(bytes);
+  const uint64_t seed = sample_seed(context, i);
+  const int channels = static_cast<int>(channels_);
+  if (info.height > 0) {
+    // Size known from the header: plan first, then decode no larger than the crop needs, or leave it to the GPU.
+    const SamplePlan plan = plan_sample(spec_, info.height, info.width, seed);
+    if (defer && channels == 3 && gpu_decodable(info)) {
+      deferred = EncodedImage{std::move(bytes), info, plan, spec_, i, path.string()};
+      return true;
+    }
+    const int reduction = info.format == ImageFormat::jpeg ? decode_reduction(plan, spec_) : 1;
+    render(decode_image(bytes, info, channels, reduction, path), info.height, info.width, plan, spec_, out);
+  } else {
+    const cv::Mat image = decode_image(bytes, info, channels, 1, path);
+    render(image, image.rows, image.cols, plan_sample(spec_, image.rows, image.cols, seed), spec_, out);
+  }
+  return false;
+}
+
+std::string FolderSource::describe() const {
+  return "image folder " + dir_.string() + " (" + std::to_string(size()) + " images, " +
+         std::to_string(class_names_.size()) + " classes; " +
+         (spec_.train ? "random resized crop " + std::to_string(spec_.size) + ", flip"
+                      : "resize " + std::to_string(spec_.resize) + ", center crop " + std::to_string(spec_.size)) +
+         (spec_.reduce ? ", reduced JPEG decode" : "") + ")";
+}
+
+namespace {
+
+fs::path under_root(const DataConfig& data, const std::string& name) {
+  const fs::path p(name);
+  return p.is_absolute() ? p : fs::path(data.root) / p;
+}
+
+void check_class_count(const fs::path& where, size_t found, int64_t num_classes) {
+  if (num_classes != 0 && static_cast<int64_t>(found) != num_classes)
+    throw DataError(where.string() + ": " + std::to_string(found) + " classes, but model.num_classes is " +
+                    std::to_string(num_classes) + " (leave model.num_classes out, or 0, to take the folder's count)");
+}
+
+}  // namespace
+
+std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bool train, int64_t num_classes,
+                                                      int64_t channels, std::optional<bool> augment) {
+  std::error_code ec;
+  if (!fs::is_directory(data.root, ec)) throw DataError(data.root + ": no such folder (data.root)");
+  const fs::path train_dir = under_root(data, data.train_dir), val_dir = under_root(data, data.val_dir);
+  const fs::path label_file = under_root(data, data.val_labels);
+  // Classes are the train folder's sub-folders. An eval-only copy (val/ + val_label.txt) numbers them.
+  std::vector<std::string> classes;
+  if (train || fs::is_directory(train_dir, ec)) {
+    classes = list_class_folders(train_dir);
+    check_class_count(train_dir, classes.size(), num_classes);
+  } else {
+    if (num_classes == 0)
+      throw DataError(train_dir.string() + ": no such folder, so the classes cannot be counted; set model.num_classes");
+    for (int64_t c = 0; c < num_classes; ++c) classes.push_back(std::to_string(c));
+  }
+  FileList files;
+  fs::path dir;
+  if (train) {
+    dir = train_dir;
+    files = scan_class_folders(train_dir, classes);
+  } else if (fs::exists(label_file, ec)) {
+    dir = val_dir;
+    files = read_val_labels(label_file, val_dir, classes.size());
+  } else {
+    dir = val_dir;
+    if (!fs::is_directory(val_dir, ec))
+      throw DataError(val_dir.string() + ": no such folder, and no " + label_file.string() + " either");
+    const auto val_classes = list_class_folders(val_dir);
+    if (val_classes != classes)
+      throw DataError(val_dir.string() + ": without " + label_file.string() + " it must hold the same " +
+                      std::to_string(classes.size()) + " class folders as " + train_dir.string() + ", found " +
+                      std::to_string(val_classes.size()) + " that differ");
+    files = scan_class_folders(val_dir, classes);
+  }
+  std::vector<std::string> names = classes;
+  if (!data.class_names_file.empty()) names = read_class_names(under_root(data, data.class_names_file), classes);
+  return std::make_shared<FolderSource>(dir, std::move(files), std::move(names),
+                                        make_transform_spec(data, augment.value_or(train)), channels);
+}
+
+}  // namespace trainer

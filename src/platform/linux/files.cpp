@@ -1,0 +1,91 @@
+#include "trainer/platform/files.hpp"
+
+#include "trainer/platform/read_loop.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+namespace trainer {
+
+namespace {
+
+std::error_code last_error() { return {errno, std::generic_category()}; }
+
+}  // namespace
+
+OutputFile::~OutputFile() {
+  if (handle_ >= 0) ::close(static_cast<int>(handle_));
+}
+
+std::error_code OutputFile::create(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return last_error();
+  handle_ = fd;
+  return {};
+}
+
+std::error_code OutputFile::write(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(static_cast<int>(handle_), p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return last_error();
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return {};
+}
+
+std::error_code OutputFile::flush_to_disk() {
+  return ::fsync(static_cast<int>(handle_)) == 0 ? std::error_code{} : last_error();
+}
+
+std::error_code OutputFile::close() {
+  const int closed = ::close(static_cast<int>(handle_));
+  handle_ = -1;
+  return closed == 0 ? std::error_code{} : last_error();
+}
+
+std::error_code replace_file(const std::filesystem::path& from, const std::filesystem::path& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) return last_error();
+  // The rename is durable only once the folder entry is on disk too.
+  const auto dir = to.has_parent_path() ? to.parent_path() : std::filesystem::path(".");
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return {};
+}
+
+std::error_code hard_link(const std::filesystem::path& from, const std::filesystem::path& to) {
+  return ::link(from.c_str(), to.c_str()) == 0 ? std::error_code{} : last_error();
+}
+
+std::error_code remove_file(const std::filesystem::path& path) {
+  return ::unlink(path.c_str()) == 0 || errno == ENOENT ? std::error_code{} : last_error();
+}
+
+std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t>& bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return last_error();
+  struct stat info {};
+  const size_t size = ::fstat(fd, &info) == 0 && info.st_size > 0 ? static_cast<size_t>(info.st_size) : 0;
+  const auto ec = read_all(size, bytes, [fd](uint8_t* buffer, size_t room, size_t& got) {
+    for (;;) {
+      const ssize_t n = ::read(fd, buffer, room);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return last_error();
+      got = static_cast<size_t>(n);
+      return std::error_code{};
+    }
+  });
+  ::close(fd);
+  return ec;
+}
+
+}  // namespace trainer
