@@ -3,8 +3,8 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/engine/resolve_config.hpp"
 #include "trainer/config/schema.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

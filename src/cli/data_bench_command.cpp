@@ -14,16 +14,16 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/engine/resolve_config.hpp"
 #include "trainer/data/device/batch_decoder.hpp"
-#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/data/device/decode_choice.hpp"
 #include "trainer/data/device/device_stager.hpp"
-#include "trainer/data/sources/folder_source.hpp"
-#include "trainer/data/pixels/image_decode.hpp"
-#include "trainer/data/loader/loaders.hpp"
 #include "trainer/data/device/model_input.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
 #include "trainer/data/pixels/random_erasing.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
+#include "trainer/data/sources/folder_source.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/util/clock.hpp"
@@ -52,6 +52,110 @@ double decode_rate(const FolderSource& source, size_t threads, size_t& decoded) 
   return static_cast<double>(decoded) / seconds_since(start);
 }
 
+// --decode-only: every file of the training folder read and decoded whole on data.workers threads, once to warm
+// the page cache (as the pipeline's warmup does), once timed.
+double bench_decode_only(const Config& c, size_t workers, nlohmann::json& out) {
+  if (!data_kind_row(c.data.kind).image_files)
+    throw UsageError("bench data --decode-only times the decode of image files; data.kind " +
+                     enum_name(data_kinds(), c.data.kind) + " has none");
+  const auto folder = open_image_folder(c.data, true, c.model.num_classes, 3);
+  size_t decoded = 0;
+  decode_rate(*folder, std::max<size_t>(1, workers), decoded);
+  const double rate = decode_rate(*folder, std::max<size_t>(1, workers), decoded);
+  out["mode"] = "decode_only";
+  out["images"] = decoded;
+  return rate;
+}
+
+// Training: one loader whose epochs follow each other, taken from until the batches asked are done. Evaluation: a
+// new loader for every pass over the split, as each evaluation makes one, so the rate holds what starting and
+// draining it costs.
+std::function<std::unique_ptr<Loader>()> loader_maker(const DataBenchArgs& a, const Config& c,
+                                                      std::shared_ptr<const ImageSource> source,
+                                                      std::shared_ptr<BadSamples> bad, size_t batch_size,
+                                                      const torch::Device& target, bool defer_decode) {
+  const size_t workers = static_cast<size_t>(c.data.workers);
+  if (a.eval)
+    return [=] {
+      return make_eval_loader(source, batch_size, workers, static_cast<size_t>(c.data.prefetch),
+                              /*pin_memory=*/target.is_cuda(), bad, defer_decode);
+    };
+  return [=] {
+    TrainLoaderOptions o;
+    o.drop_last = c.data.drop_last == Switch::on;
+    o.seed = static_cast<uint64_t>(c.run.seed);
+    o.epochs = kEndless;
+    o.pin_memory = target.is_cuda();
+    o.defer_decode = defer_decode;
+    o.bad = bad;
+    return make_train_loader(source, c.data, o);
+  };
+}
+
+// The pipeline as a run builds it, through what a step does with a batch before the model (to the device,
+// decoded there with data.decode cuda, float, normalised, erased, channels_last): a.warmup batches, then a.batches
+// timed.
+double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size, nlohmann::json& out) {
+  const auto source = make_source(c, a.eval ? Split::eval : Split::train);
+  auto bad = std::make_shared<BadSamples>(a.eval ? "eval" : "train", source->size(), c.data.max_bad_fraction, nullptr);
+  // data.decode as a run on run.device resolves it: with the GPU decode, batches go to the device, are decoded
+  // and normalised there, as in training; otherwise normalisation is timed on the CPU.
+  const torch::Device device = select_device(c.run.device);
+  const DecodeChoice decode = choose_decode(c, device, nvjpeg_built());
+  const std::unique_ptr<BatchDecoder> decoder = decode.gpu() ? make_batch_decoder(DecodeDevice::cuda, device) : nullptr;
+  const torch::Device target = decoder ? device : torch::Device(torch::kCPU);
+  const auto norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, target);
+  const auto next_loader = loader_maker(a, c, source, bad, batch_size, target, decoder != nullptr);
+  const bool channels_last = wants_channels_last(c.model, target);
+  const int64_t total = a.warmup + a.batches;
+  int64_t seen = 0, images = 0;
+  double normalize_s = 0;
+  Clock::time_point start = Clock::now();
+  torch::Tensor last;
+  while (seen < total) {
+    auto loader = next_loader();
+    for_each_device_batch(*loader, target, decoder.get(), std::numeric_limits<size_t>::max(), [&](ImageBatch& batch) {
+      const auto before = Clock::now();
+      auto x = to_model_input(batch.images, norm, channels_last);
+      if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
+      last = x;
+      if (++seen == a.warmup) {
+        if (target.is_cuda()) x.sum().item<float>();  // the warm-up's device work done before the clock starts
+        start = Clock::now();
+      }
+      if (seen > a.warmup) {
+        images += batch.labels.size(0);  // read, decoded or found unreadable: no device sync to count them
+        normalize_s += seconds_since(before);
+      }
+      return seen < total;
+    });
+  }
+  if (target.is_cuda() && last.defined()) last.sum().item<float>();  // the last batch's device work, timed
+  out["decode"] = enum_name(decode_devices(), decode.where);
+  if (const CudaMemory m = cuda_peak_memory(target); m.known) out["cuda_peak_allocated_mib"] = m.peak_allocated_mib;
+  out["mode"] = a.eval ? "eval_pipeline" : "pipeline";
+  out["images"] = images;
+  out["bad_images"] = bad->distinct();
+  out["normalize_ms_per_batch"] = 1000.0 * normalize_s / static_cast<double>(a.batches);
+  return static_cast<double>(images) / seconds_since(start);
+}
+
+void print_data_bench(const DataBenchArgs& a, const nlohmann::json& out, size_t workers) {
+  if (a.json) {
+    std::printf("%s\n", out.dump().c_str());
+    return;
+  }
+  std::printf("%s: %.1f images/s (%lld images, %zu threads), peak RSS %.0f MiB\n",
+              a.decode_only ? "decode only (full size)"
+              : a.eval      ? "eval pipeline"
+                            : "train pipeline",
+              out["images_per_s"].get<double>(), static_cast<long long>(out["images"].get<int64_t>()),
+              std::max<size_t>(1, workers), out["peak_rss_mib"].get<double>());
+  if (!a.decode_only)
+    std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
+                out["normalize_ms_per_batch"].get<double>());
+}
+
 }  // namespace
 
 int run_data_bench(const DataBenchArgs& a) {
@@ -61,99 +165,9 @@ int run_data_bench(const DataBenchArgs& a) {
   const size_t workers = static_cast<size_t>(c.data.workers);
   const size_t batch_size = static_cast<size_t>(a.eval ? c.data.eval_batch_size : c.data.batch_size);
   nlohmann::json out = {{"impl", "trainer"}, {"workers", workers}, {"batch", batch_size}};
-  double images_per_s = 0;
-  if (a.decode_only) {
-    if (!data_kind_row(c.data.kind).image_files)
-      throw UsageError("bench data --decode-only times the decode of image files; data.kind " +
-                       enum_name(data_kinds(), c.data.kind) + " has none");
-    const auto folder = open_image_folder(c.data, true, c.model.num_classes, 3);
-    size_t decoded = 0;
-    decode_rate(*folder, std::max<size_t>(1, workers), decoded);  // warms the page cache, as the pipeline's warmup
-    images_per_s = decode_rate(*folder, std::max<size_t>(1, workers), decoded);
-    out["mode"] = "decode_only";
-    out["images"] = decoded;
-  } else {
-    const auto source = make_source(c, a.eval ? Split::eval : Split::train);
-    auto bad =
-        std::make_shared<BadSamples>(a.eval ? "eval" : "train", source->size(), c.data.max_bad_fraction, nullptr);
-    // data.decode as a run on run.device resolves it: with the GPU decode, batches go to the device, are decoded
-    // and normalised there, as in training; otherwise normalisation is timed on the CPU.
-    const torch::Device device = select_device(c.run.device);
-    const DecodeChoice decode = choose_decode(c, device, nvjpeg_built());
-    const std::unique_ptr<BatchDecoder> decoder =
-        decode.gpu() ? make_batch_decoder(DecodeDevice::cuda, device) : nullptr;
-    const torch::Device target = decoder ? device : torch::Device(torch::kCPU);
-    const auto norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, target);
-    const int64_t total = a.warmup + a.batches;
-    int64_t seen = 0, images = 0;
-    double normalize_s = 0;
-    Clock::time_point start = Clock::now();
-    // Training: one loader whose epochs follow each other, taken from until the batches asked are done.
-    // Evaluation: a new loader for every pass over the split, as each evaluation makes one, so the rate holds
-    // what starting and draining it costs.
-    std::function<std::unique_ptr<Loader>()> next_loader;
-    if (a.eval) {
-      next_loader = [&] {
-        return make_eval_loader(source, batch_size, workers, static_cast<size_t>(c.data.prefetch),
-                                /*pin_memory=*/target.is_cuda(), bad, /*defer_decode=*/decoder != nullptr);
-      };
-    } else {
-      next_loader = [&] {
-        TrainLoaderOptions o;
-        o.drop_last = c.data.drop_last == Switch::on;
-        o.seed = static_cast<uint64_t>(c.run.seed);
-        o.epochs = kEndless;
-        o.pin_memory = target.is_cuda();
-        o.defer_decode = decoder != nullptr;
-        o.bad = bad;
-        return make_train_loader(source, c.data, o);
-      };
-    }
-    const bool channels_last = wants_channels_last(c.model, target);
-    torch::Tensor last;
-    while (seen < total) {
-      auto loader = next_loader();
-      for_each_device_batch(*loader, target, decoder.get(), std::numeric_limits<size_t>::max(), [&](ImageBatch& batch) {
-        // What a step does with the batch before the model: float, normalised, channels_last.
-        const auto before = Clock::now();
-        auto x = to_model_input(batch.images, norm, channels_last);
-        if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
-        last = x;
-        if (++seen == a.warmup) {
-          if (target.is_cuda()) x.sum().item<float>();  // the warm-up's device work done before the clock starts
-          start = Clock::now();
-        }
-        if (seen > a.warmup) {
-          images += batch.labels.size(0);  // read, decoded or found unreadable: no device sync to count them
-          normalize_s += seconds_since(before);
-        }
-        return seen < total;
-      });
-    }
-    if (target.is_cuda() && last.defined()) last.sum().item<float>();  // the last batch's device work, timed
-    out["decode"] = enum_name(decode_devices(), decode.where);
-    if (const CudaMemory m = cuda_peak_memory(target); m.known) out["cuda_peak_allocated_mib"] = m.peak_allocated_mib;
-    images_per_s = static_cast<double>(images) / seconds_since(start);
-    out["mode"] = a.eval ? "eval_pipeline" : "pipeline";
-    out["images"] = images;
-    out["bad_images"] = bad->distinct();
-    out["normalize_ms_per_batch"] = 1000.0 * normalize_s / static_cast<double>(a.batches);
-  }
-  out["images_per_s"] = images_per_s;
+  out["images_per_s"] = a.decode_only ? bench_decode_only(c, workers, out) : bench_pipeline(a, c, batch_size, out);
   out["peak_rss_mib"] = peak_resident_mib();
-  if (a.json) {
-    std::printf("%s\n", out.dump().c_str());
-  } else {
-    std::printf("%s: %.1f images/s (%lld images, %zu threads), peak RSS %.0f MiB\n",
-                a.decode_only ? "decode only (full size)"
-                : a.eval      ? "eval pipeline"
-                              : "train pipeline",
-                images_per_s, static_cast<long long>(out["images"].get<int64_t>()), std::max<size_t>(1, workers),
-                peak_resident_mib());
-    if (!a.decode_only)
-      std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
-                  out["normalize_ms_per_batch"].get<double>());
-  }
+  print_data_bench(a, out, workers);
   return 0;
 }
 

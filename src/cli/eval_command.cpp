@@ -6,8 +6,8 @@
 
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
-#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/data/device/decode_choice.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/engine/confusion.hpp"

@@ -9,6 +9,7 @@
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/data/pixels/transform.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/io/weights.hpp"

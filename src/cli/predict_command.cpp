@@ -7,6 +7,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/cli/predictor.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/data/sources/folder_source.hpp"
 #include "trainer/engine/evaluate.hpp"
 #include "trainer/engine/session.hpp"

@@ -8,10 +8,10 @@
 
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/engine/resolve_config.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"

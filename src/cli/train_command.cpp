@@ -9,12 +9,13 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/engine/resolve_config.hpp"
 #include "trainer/distributed/launcher.hpp"
 #include "trainer/distributed/world.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/engine/fit.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/engine/resume_point.hpp"
+#include "trainer/io/checkpoint_names.hpp"
 #include "trainer/platform/process.hpp"
 #include "trainer/platform/stop_requests.hpp"
 #include "trainer/util/atomic_file.hpp"
@@ -45,7 +46,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool holds_run(const fs::path& dir) {
-  for (const char* name : {"config.resolved.json", "last.pt", "best.pt"})
+  for (const std::string& name :
+       {std::string("config.resolved.json"), CheckpointNames::last(), CheckpointNames::best()})
     if (fs::exists(dir / name)) return true;
   return false;
 }
@@ -66,7 +68,7 @@ fs::path prepare_new_run_dir(const Config& config, const std::string& output_dir
   const fs::path dir = run_dir_of(config, output_dir);
   if (!replace && holds_run(dir))
     throw UsageError("run folder " + dir.string() + " already holds a run; continue it with `trainer --resume " +
-                     (dir / "last.pt").string() +
+                     (dir / CheckpointNames::last()).string() +
                      "` or choose another folder with --output-dir or --set run.name=NAME");
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -128,12 +130,14 @@ RunLogs rank_logs(const fs::path& run_dir, bool writer) {
 
 // The last lines of a run; the exit code: 0, or 128 + the signal that stopped it (130 SIGINT, 143 SIGTERM).
 int finish(const Session& s, const FitResult& r) {
-  const std::string resume = "trainer --resume " + (s.run_dir / "last.pt").string();
-  if (s.run_dir.empty()) return r.interrupted_by ? 128 + r.interrupted_by : 0;  // a rank other than 0
-  if (r.interrupted_by) {
+  const std::string resume = "trainer --resume " + (s.run_dir / CheckpointNames::last()).string();
+  const bool signalled = r.stopped_by && r.stopped_by->kind == StopReason::Kind::signal;
+  if (s.run_dir.empty()) return signalled ? r.stopped_by->exit_code() : 0;  // a rank other than 0
+  if (signalled) {
     s.logs.main->warn("stopped by {} after step {} (epoch {}, batch {}); continue with: {}",
-                      signal_name(r.interrupted_by), r.state.step, r.state.epoch + 1, r.state.batch_in_epoch, resume);
-    return 128 + r.interrupted_by;
+                      signal_name(r.stopped_by->signal_number), r.state.step, r.state.epoch + 1, r.state.batch_in_epoch,
+                      resume);
+    return r.stopped_by->exit_code();
   }
   if (r.last_eval)
     s.logs.main->info("finished {} epoch(s): eval top1 {:.4f} top5 {:.4f} loss {:.4f}{}; best {} {:.4f}; run folder {}",
@@ -142,7 +146,7 @@ int finish(const Session& s, const FitResult& r) {
                       enum_name(best_metrics(), s.config.train.best_metric), r.state.best.value_or(0.0),
                       s.run_dir.string());
   s.logs.main->info("continue with: {}  |  evaluate with: trainer eval --checkpoint {}", resume,
-                    (s.run_dir / "best.pt").string());
+                    (s.run_dir / CheckpointNames::best()).string());
   return 0;
 }
 
@@ -232,12 +236,12 @@ int train_smoke(const TrainArgs& args) {
     first.logs.main->info("smoke: run folder {}; epoch 1, then resume for epoch 2", run_dir.string());
     fit(first, {/*epoch=*/1, std::nullopt});
   }
-  const LoadedCheckpoint checkpoint(run_dir / "last.pt");
+  const LoadedCheckpoint checkpoint(run_dir / CheckpointNames::last());
   Session second =
       make_session(config_for_checkpoint(checkpoint, "", {}).config, run_dir, make_run_logs(run_dir), &checkpoint);
   const FitResult done = fit(second);
   EvalArgs eval;
-  eval.checkpoint = (run_dir / "best.pt").string();
+  eval.checkpoint = (run_dir / CheckpointNames::best()).string();
   const int code = run_eval(eval);
   if (code != 0 || done.state.epoch != 2) throw TrainError("smoke run did not complete");
   second.logs.main->info("smoke test passed: train, checkpoint, resume and eval work");

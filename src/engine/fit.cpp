@@ -90,7 +90,7 @@ void run_epochs(FitRun& r, FitResult& result) {
     // ---- one epoch of optimizer steps, logged every train.log_every steps; a stop saves and ends the run ----
     const EpochRun run = run_epoch(r, epoch);
     if (run.stopped_by) {
-      if (run.stopped_by->kind == StopReason::Kind::signal) result.interrupted_by = run.stopped_by->signal_number;
+      result.stopped_by = run.stopped_by;
       break;
     }
     // ---- the epoch's figures: a log line and a metrics row; the state moves on to the next epoch ----

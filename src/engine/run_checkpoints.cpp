@@ -1,10 +1,10 @@
 #include "trainer/engine/run_checkpoints.hpp"
 
 #include <algorithm>
-#include <regex>
 
 #include "trainer/config/load.hpp"
 #include "trainer/distributed/rank_generators.hpp"
+#include "trainer/io/checkpoint_names.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/write_error.hpp"
@@ -15,15 +15,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// step-N.pt beyond the newest `keep` are removed, oldest first. Only files matching the pattern are touched,
-// and only after the newest one was written, so the newest good checkpoint always survives.
+// step-N.pt beyond the newest `keep` are removed, oldest first. Only step checkpoints' names are touched, and
+// only after the newest one was written, so the newest good checkpoint always survives.
 void prune_step_checkpoints(const fs::path& dir, int64_t keep) {
-  static const std::regex pattern("step-([0-9]+)\\.pt");
   std::vector<std::pair<int64_t, fs::path>> found;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) found.emplace_back(std::stoll(m[1]), entry.path());
+    const auto name = CheckpointNames::parse(entry.path().filename().string());
+    if (name && name->kind == CheckpointName::Kind::step) found.emplace_back(name->number, entry.path());
   }
   std::sort(found.begin(), found.end());
   for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) fs::remove(found[i].second);
@@ -33,7 +31,7 @@ void prune_step_checkpoints(const fs::path& dir, int64_t keep) {
 
 RunCheckpoints::RunCheckpoints(const Session& s)
     : dir_(s.run_dir),
-      last_(s.run_dir.empty() ? fs::path() : s.run_dir / "last.pt"),
+      last_(s.run_dir.empty() ? fs::path() : s.run_dir / CheckpointNames::last()),
       resolved_config_(config_to_json(s.config)),
       keep_last_(s.config.train.keep_last),
       distributed_(s.group != nullptr) {}

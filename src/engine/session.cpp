@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "trainer/config/load.hpp"
-#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/data/loader/last_batch.hpp"
 #include "trainer/data/pixels/sample_augment.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/distributed/rank_generators.hpp"
 #include "trainer/distributed/replica_check.hpp"
 #include "trainer/engine/backend_settings.hpp"

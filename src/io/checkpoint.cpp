@@ -1,5 +1,6 @@
 #include "trainer/io/checkpoint.hpp"
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/serialize/output-archive.h>
 #include <torch/torch.h>
 
@@ -157,6 +158,31 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
   if (ranks.cuda.defined()) archive.write("rng_ranks_cuda", ranks.cuda, /*is_buffer=*/true);
   archive.write("checksums", c10::IValue(sums.dump()));
   write_file_atomically(path, [&](const ByteSink& sink) { archive.save_to(sink); });
+}
+
+std::optional<int64_t> peek_checkpoint_step(const fs::path& path) {
+  // The archive's data.pkl pickles the metadata as one string (BINUNICODE: 'X', a 4-byte little-endian length,
+  // the text); the weights are other records, which the zip reader leaves on the disk.
+  std::string pickle;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path.string());
+    auto [data, size] = reader.getRecord("data.pkl");
+    pickle.assign(static_cast<const char*>(data.get()), size);
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+  for (size_t at = pickle.find('X'); at != std::string::npos && at + 5 <= pickle.size();
+       at = pickle.find('X', at + 1)) {
+    uint32_t length = 0;
+    for (int b = 3; b >= 0; --b) length = length << 8 | static_cast<uint8_t>(pickle[at + 1 + static_cast<size_t>(b)]);
+    if (length < 2 || length > pickle.size() - at - 5 || pickle[at + 5] != '{') continue;
+    const json j = json::parse(pickle.substr(at + 5, length), nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("format_version")) continue;
+    const auto step = j.find("step");
+    if (step != j.end() && step->is_number_integer()) return step->get<int64_t>();
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "trainer/util/atomic_file.hpp"
+#include "trainer/util/checked_math.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

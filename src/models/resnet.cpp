@@ -20,15 +20,15 @@ nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int
 
 const std::vector<std::pair<std::string, ResNetSpec>>& resnet_specs() {
   static const std::vector<std::pair<std::string, ResNetSpec>> specs{
-      {"resnet18", {false, {2, 2, 2, 2}}},
-      {"resnet34", {false, {3, 4, 6, 3}}},
-      {"resnet50", {true, {3, 4, 6, 3}}},
-      {"resnet101", {true, {3, 4, 23, 3}}},
-      {"resnet152", {true, {3, 8, 36, 3}}},
-      {"wide_resnet50_2", {true, {3, 4, 6, 3}, 1, 128}},
-      {"wide_resnet101_2", {true, {3, 4, 23, 3}, 1, 128}},
-      {"resnext50_32x4d", {true, {3, 4, 6, 3}, 32, 4}},
-      {"resnext101_32x8d", {true, {3, 4, 23, 3}, 32, 8}},
+      {"resnet18", {/*bottleneck=*/false, /*blocks=*/{2, 2, 2, 2}}},
+      {"resnet34", {/*bottleneck=*/false, /*blocks=*/{3, 4, 6, 3}}},
+      {"resnet50", {/*bottleneck=*/true, /*blocks=*/{3, 4, 6, 3}}},
+      {"resnet101", {/*bottleneck=*/true, /*blocks=*/{3, 4, 23, 3}}},
+      {"resnet152", {/*bottleneck=*/true, /*blocks=*/{3, 8, 36, 3}}},
+      {"wide_resnet50_2", {/*bottleneck=*/true, /*blocks=*/{3, 4, 6, 3}, /*groups=*/1, /*width_per_group=*/128}},
+      {"wide_resnet101_2", {/*bottleneck=*/true, /*blocks=*/{3, 4, 23, 3}, /*groups=*/1, /*width_per_group=*/128}},
+      {"resnext50_32x4d", {/*bottleneck=*/true, /*blocks=*/{3, 4, 6, 3}, /*groups=*/32, /*width_per_group=*/4}},
+      {"resnext101_32x8d", {/*bottleneck=*/true, /*blocks=*/{3, 4, 23, 3}, /*groups=*/32, /*width_per_group=*/8}},
   };
   return specs;
 }

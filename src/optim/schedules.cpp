@@ -44,12 +44,12 @@ double polynomial(const ScheduleConfig& s, double base, const AfterWarmup& at) {
 
 const std::vector<ScheduleRow>& schedule_rows() {
   static const std::vector<ScheduleRow> rows{
-      {ScheduleKind::constant, false, nullptr, constant},
-      {ScheduleKind::cosine, true, nullptr, cosine},
-      {ScheduleKind::step, false, nullptr, step},
-      {ScheduleKind::multistep, false, needs_milestones, multistep},
-      {ScheduleKind::exponential, false, nullptr, exponential},
-      {ScheduleKind::polynomial, true, nullptr, polynomial},
+      {/*kind=*/ScheduleKind::constant, /*decays_to_min_lr=*/false, /*check=*/nullptr, /*lr=*/constant},
+      {/*kind=*/ScheduleKind::cosine, /*decays_to_min_lr=*/true, /*check=*/nullptr, /*lr=*/cosine},
+      {/*kind=*/ScheduleKind::step, /*decays_to_min_lr=*/false, /*check=*/nullptr, /*lr=*/step},
+      {/*kind=*/ScheduleKind::multistep, /*decays_to_min_lr=*/false, /*check=*/needs_milestones, /*lr=*/multistep},
+      {/*kind=*/ScheduleKind::exponential, /*decays_to_min_lr=*/false, /*check=*/nullptr, /*lr=*/exponential},
+      {/*kind=*/ScheduleKind::polynomial, /*decays_to_min_lr=*/true, /*check=*/nullptr, /*lr=*/polynomial},
   };
   return rows;
 }

@@ -10,8 +10,8 @@
 #include "support/image_folder_fixture.hpp"
 #include "trainer/data/device/batch_decoder.hpp"
 #include "trainer/data/device/device_stager.hpp"
-#include "trainer/data/sources/folder_source.hpp"
 #include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/sources/folder_source.hpp"
 
 namespace trainer {
 namespace {

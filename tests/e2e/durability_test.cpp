@@ -192,6 +192,25 @@ TEST(Durability, ResumeAutoContinuesFromTheNewestGoodCheckpoint) {
   EXPECT_EQ(testing::read_text(run.dir / "a.safetensors"), testing::read_text(run.dir / "b.safetensors"));
 }
 
+// --resume auto opens the newest checkpoint first and stops at the first that passes: an older damaged file is
+// never opened (each file opened used to stay in memory, weights, optimizer state and EMA, until start-up ended).
+TEST(Durability, ResumeAutoOpensNoOlderCheckpointThanItNeeds) {
+  testing::SmallRun run({{"train", {{"checkpoint_every_steps", 3}, {"epochs", 1}}}, {"run", {{"plot", false}}}});
+  const fs::path out = run.dir / "auto";
+  const std::string again = "--resume auto --config " + run.config.string() + " -o " + out.string();
+  ASSERT_EQ(testing::trainer_cli(again + " --stop-after-step 9").exit_code, 0);
+  ASSERT_TRUE(fs::exists(out / "step-6.pt"));
+  std::string bytes = testing::read_text(out / "step-6.pt");  // its own file now: last.pt was rewritten since
+  bytes[bytes.size() / 2] ^= 0x01;
+  testing::write_text(out / "step-6.pt", bytes);
+  const auto r = testing::trainer_cli(again + " --stop-after-step 12");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resume auto: continuing from " + (out / "last.pt").string() + " (step 9,"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("step-6.pt"), std::string::npos) << r.output;
+}
+
 // train.checkpoint_every_minutes: a wall-clock checkpoint beside the step and epoch ones (here due after every
 // step); off by default.
 TEST(Durability, TimedCheckpointsAreWrittenMidEpoch) {

@@ -103,9 +103,7 @@ TEST(MetricsSink, ResumeOnAFullDiskKeepsTheWholeHistory) {
   {
     MetricsSink sink(dir.path(), std::nullopt, /*tensorboard=*/false);
     for (int64_t step = 1; step <= 400; ++step) {
-      MetricsRow row;
-      row.kind = "train";
-      row.step = step;
+      MetricsRow row("train", 1, step);
       row.loss = 1.0 / static_cast<double>(step);
       sink.write(row);
     }

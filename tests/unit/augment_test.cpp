@@ -10,14 +10,14 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/engine/resolve_config.hpp"
-#include "trainer/data/pixels/auto_augment.hpp"
 #include "trainer/data/loader/batch_dataset.hpp"
-#include "trainer/data/pixels/color_jitter.hpp"
 #include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/pixels/auto_augment.hpp"
+#include "trainer/data/pixels/color_jitter.hpp"
 #include "trainer/data/pixels/random_erasing.hpp"
 #include "trainer/data/pixels/sample_augment.hpp"
 #include "trainer/data/sources/synthetic.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <numeric>
 
+#include "trainer/data/device/model_input.hpp"
 #include "trainer/data/loader/batch_dataset.hpp"
 #include "trainer/data/loader/batch_pipeline.hpp"
 #include "trainer/data/loader/loaders.hpp"
-#include "trainer/data/device/model_input.hpp"
 #include "trainer/data/sources/subset.hpp"
 #include "trainer/data/sources/synthetic.hpp"
 #include "trainer/util/error.hpp"

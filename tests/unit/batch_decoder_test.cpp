@@ -9,13 +9,13 @@
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/engine/resolve_config.hpp"
 #include "trainer/data/device/batch_decoder.hpp"
 #include "trainer/data/device/decode_choice.hpp"
 #include "trainer/data/device/device_stager.hpp"
-#include "trainer/data/sources/folder_source.hpp"
-#include "trainer/data/pixels/image_decode.hpp"
 #include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/data/sources/folder_source.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -98,10 +98,11 @@ TEST(DecodeChoice, CudaWithoutNvjpegOrWithoutADeviceIsAConfigError) {
             "built; Debian: nvidia-cuda-dev with the CUDA LibTorch); use auto or cpu");
   EXPECT_EQ(testing::error_of<ConfigError>([] { choose_decode(decode_config("cuda"), torch::kCPU, true); }),
             "config: data.decode cuda: the run is on cpu, and nvJPEG decodes on a CUDA device; use auto or cpu");
-  EXPECT_EQ(testing::error_of<ConfigError>([] {
-              resolve_config(nlohmann::json::parse(R"({"data": {"kind": "mnist", "root": "/data", "decode": "cuda"}})"));
-            }),
-            "config: data.decode: \"cuda\" decodes image files; data.kind mnist has none (use auto or cpu)");
+  EXPECT_EQ(
+      testing::error_of<ConfigError>([] {
+        resolve_config(nlohmann::json::parse(R"({"data": {"kind": "mnist", "root": "/data", "decode": "cuda"}})"));
+      }),
+      "config: data.decode: \"cuda\" decodes image files; data.kind mnist has none (use auto or cpu)");
   if (!nvjpeg_built()) {
     EXPECT_NE(testing::error_of<UsageError>([] { make_batch_decoder(DecodeDevice::cuda, torch::kCUDA); }), "no error");
   }

@@ -94,6 +94,22 @@ TEST(Checkpoint, RoundTripRestoresEverything) {
     EXPECT_TRUE(torch::equal(item.value(), b.model->named_parameters()[item.key()])) << item.key();
 }
 
+// --resume auto orders a run folder's files by the step their metadata record names, read without the weights;
+// anything else (not a checkpoint, a file cut short) shows no step.
+TEST(Checkpoint, PeekReadsTheStepFromTheMetadataAlone) {
+  TempDir dir;
+  const Config c = small_config();
+  Trained a = make_trained(c, 1);
+  save_checkpoint(dir / "ck.pt", meta_at(c, 1234567), {*a.model, *a.optimizer});
+  EXPECT_EQ(peek_checkpoint_step(dir / "ck.pt"), std::optional<int64_t>(1234567));
+  testing::write_text(dir / "garbage.pt", "not a zip archive");
+  EXPECT_EQ(peek_checkpoint_step(dir / "garbage.pt"), std::nullopt);
+  const std::string bytes = testing::read_text(dir / "ck.pt");
+  testing::write_text(dir / "cut.pt", bytes.substr(0, bytes.size() / 2));
+  EXPECT_EQ(peek_checkpoint_step(dir / "cut.pt"), std::nullopt);
+  EXPECT_EQ(peek_checkpoint_step(dir / "missing.pt"), std::nullopt);
+}
+
 TEST(Checkpoint, RefusesToWriteANonFiniteModel) {
   TempDir dir;
   const Config c = small_config();

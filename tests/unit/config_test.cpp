@@ -2,8 +2,8 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/engine/resolve_config.hpp"
 #include "trainer/config/schema.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -196,7 +196,7 @@ TEST(Config, SetOverridesParseJsonElseString) {
   TempDir dir;
   write_text(dir / "c.json", R"({"data": {"root": "/d"}})");
   const Config c = resolve_config(dir / "c.json", {"optim.lr=0.02", "data.batch_size=128", "schedule.kind=constant",
-                                                "run.name=my run", "optim.nesterov=true"});
+                                                   "run.name=my run", "optim.nesterov=true"});
   EXPECT_DOUBLE_EQ(c.optim.lr, 0.02);
   EXPECT_EQ(c.data.batch_size, 128);
   EXPECT_EQ(c.schedule.kind, ScheduleKind::constant);

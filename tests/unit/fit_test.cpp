@@ -5,9 +5,9 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
-#include "trainer/engine/resolve_config.hpp"
 #include "trainer/data/loader/last_batch.hpp"
 #include "trainer/engine/fit.hpp"
+#include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/classifier.hpp"
 #include "trainer/models/factory.hpp"

@@ -10,11 +10,11 @@
 #include <optional>
 
 #include "trainer/config/config.hpp"
-#include "trainer/data/loader/batch_dataset.hpp"
 #include "trainer/data/device/batch_decoder.hpp"
-#include "trainer/data/sources/image_source.hpp"
-#include "trainer/data/loader/loaders.hpp"
 #include "trainer/data/device/model_input.hpp"
+#include "trainer/data/loader/batch_dataset.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/sources/image_source.hpp"
 #include "trainer/distributed/collectives.hpp"
 #include "trainer/models/classifier.hpp"
 

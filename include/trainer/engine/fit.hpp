@@ -24,13 +24,16 @@ struct StopReason {
   enum class Kind { signal, step_limit };
   Kind kind = Kind::signal;
   int signal_number = 0;  // with Kind::signal
+
+  // The process's exit code: 128 + the signal (130 SIGINT, 143 SIGTERM), 0 for a step limit.
+  int exit_code() const { return kind == Kind::signal ? 128 + signal_number : 0; }
 };
 
 struct FitResult {
   TrainState state;
   std::optional<EvalResult> last_eval;
   std::optional<EvalResult> last_ema_eval;
-  int interrupted_by = 0;  // SIGINT or SIGTERM when a signal stopped the run (after saving last.pt)
+  std::optional<StopReason> stopped_by;  // the run stopped mid-epoch, after saving last.pt
 };
 
 // Trains from session.state up to config.train.epochs (or the limits). Writes last.pt, step-N.pt, epoch-E.pt

@@ -15,6 +15,7 @@
 
 #include "trainer/engine/session.hpp"
 #include "trainer/io/checkpoint.hpp"
+#include "trainer/io/checkpoint_names.hpp"
 #include "trainer/util/clock.hpp"
 
 namespace trainer {
@@ -26,9 +27,9 @@ class RunCheckpoints {
   // Whether this run saves checkpoints: true on every rank of a data-parallel run, where rank 0 writes them.
   bool enabled() const { return !dir_.empty() || distributed_; }
   const std::filesystem::path& last() const { return last_; }
-  std::filesystem::path best() const { return dir_ / "best.pt"; }
-  std::filesystem::path epoch(int64_t epoch) const { return dir_ / ("epoch-" + std::to_string(epoch) + ".pt"); }
-  std::filesystem::path step(int64_t step) const { return dir_ / ("step-" + std::to_string(step) + ".pt"); }
+  std::filesystem::path best() const { return dir_ / CheckpointNames::best(); }
+  std::filesystem::path epoch(int64_t epoch) const { return dir_ / CheckpointNames::epoch(epoch); }
+  std::filesystem::path step(int64_t step) const { return dir_ / CheckpointNames::step(step); }
 
   // Minutes since this run's last checkpoint was written (or since the run started).
   double minutes_since_write() const;

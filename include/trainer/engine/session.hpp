@@ -11,12 +11,12 @@
 #include <optional>
 
 #include "trainer/config/config.hpp"
-#include "trainer/data/sources/bad_samples.hpp"
 #include "trainer/data/device/batch_decoder.hpp"
 #include "trainer/data/device/decode_choice.hpp"
-#include "trainer/data/sources/image_source.hpp"
-#include "trainer/data/loader/loaders.hpp"
 #include "trainer/data/device/model_input.hpp"
+#include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/sources/bad_samples.hpp"
+#include "trainer/data/sources/image_source.hpp"
 #include "trainer/distributed/collectives.hpp"
 #include "trainer/distributed/grad_reducer.hpp"
 #include "trainer/engine/loss_scaler.hpp"

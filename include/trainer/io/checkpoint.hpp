@@ -77,6 +77,11 @@ struct CheckpointModules {
 void save_checkpoint(const std::filesystem::path& path, const CheckpointMeta& meta, const CheckpointModules& modules,
                      const GeneratorRows& ranks = {});
 
+// The step a checkpoint file says it holds, read from its metadata record alone (kilobytes, not the weights), to
+// order a run folder's files before any is opened; nullopt when the file does not show it (not a checkpoint,
+// damaged, another layout). Nothing is checked: LoadedCheckpoint is what verifies a file.
+std::optional<int64_t> peek_checkpoint_step(const std::filesystem::path& path);
+
 class LoadedCheckpoint {
  public:
   explicit LoadedCheckpoint(const std::filesystem::path& path);  // throws CheckpointError naming the file

@@ -2,7 +2,9 @@
 // (conv1.weight, layer1.0.downsample.0.weight, fc.bias, bn1.num_batches_tracked, ...), the same counts and the
 // same initialisation, so weights move between this trainer and torchvision without renaming.
 // The bottleneck is v1.5: the stride sits on the 3x3 conv, as in torchvision.
-//   auto net = std::make_shared<ResNet>(ResNetOptions{resnet_spec("resnet50"), 3, 1000});
+//   ClassifierPtr net = build_model(model_config, {224, 224, 3});   // models/factory.hpp: by model.arch
+//   auto r50 = std::make_shared<ResNet>(ResNetOptions{/*spec=*/spec, /*in_channels=*/3, /*num_classes=*/1000});
+// where `spec` is resnet50's row of resnet_specs().
 #pragma once
 
 #include <torch/nn/modules/container/sequential.h>

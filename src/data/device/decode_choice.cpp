@@ -1,7 +1,7 @@
 #include "trainer/data/device/decode_choice.hpp"
 
-#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/data/pixels/sample_augment.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {

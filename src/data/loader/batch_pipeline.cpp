@@ -49,9 +49,9 @@ void BatchPipeline::top_up() {
     } catch (const std::exception& e) {
       // Often on a worker thread (whichever tops up the queue), where an exception would end the process: the
       // batch carries the failure to next(), in its place in the order, as a failed sample's error does.
-      b->error = std::make_exception_ptr(
-          DataError("cannot allocate a batch of " + std::to_string(plan->indices.size()) + " images (" +
-                    first_line(e.what()) + ")"));
+      b->error =
+          std::make_exception_ptr(DataError("cannot allocate a batch of " + std::to_string(plan->indices.size()) +
+                                            " images (" + first_line(e.what()) + ")"));
       b->next_slot = b->done = plan->indices.size();
     }
     b->plan = std::move(*plan);

@@ -164,11 +164,15 @@ AutoAugmentPolicy::AutoAugmentPolicy(const AutoAugmentConfig& config)
 
 const std::vector<PolicyRow>& policy_rows() {
   static const std::vector<PolicyRow> rows{
-      {AutoAugmentKind::none, nullptr, 0, nullptr, nullptr},
-      {AutoAugmentKind::imagenet, autoaugment_space, 10, choose_imagenet, nullptr},
-      {AutoAugmentKind::randaugment, randaugment_space, 0, choose_randaugment, nullptr},
-      {AutoAugmentKind::trivialaugment_wide, trivialaugment_wide_space, 0, choose_trivialaugment_wide, nullptr},
-      {AutoAugmentKind::augmix, augmix_space, 10, nullptr, apply_augmix},
+      {/*kind=*/AutoAugmentKind::none, /*space=*/nullptr, /*fixed_bins=*/0, /*choose=*/nullptr, /*apply=*/nullptr},
+      {/*kind=*/AutoAugmentKind::imagenet, /*space=*/autoaugment_space, /*fixed_bins=*/10, /*choose=*/choose_imagenet,
+       /*apply=*/nullptr},
+      {/*kind=*/AutoAugmentKind::randaugment, /*space=*/randaugment_space, /*fixed_bins=*/0,
+       /*choose=*/choose_randaugment, /*apply=*/nullptr},
+      {/*kind=*/AutoAugmentKind::trivialaugment_wide, /*space=*/trivialaugment_wide_space, /*fixed_bins=*/0,
+       /*choose=*/choose_trivialaugment_wide, /*apply=*/nullptr},
+      {/*kind=*/AutoAugmentKind::augmix, /*space=*/augmix_space, /*fixed_bins=*/10, /*choose=*/nullptr,
+       /*apply=*/apply_augmix},
   };
   return rows;
 }

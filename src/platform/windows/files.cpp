@@ -90,15 +90,14 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
   if (h == INVALID_HANDLE_VALUE) return windows::last_error();
   LARGE_INTEGER size{};
   const bool sized = GetFileSizeEx(h, &size) && size.QuadPart > 0;
-  const auto ec = read_all(sized ? static_cast<size_t>(size.QuadPart) : 0, bytes,
-                           [h](uint8_t* buffer, size_t room, size_t& got) {
-                             DWORD n = 0;  // ReadFile takes at most a DWORD's worth: 1 GiB a call
-                             if (!ReadFile(h, buffer, static_cast<DWORD>(std::min<size_t>(room, 1u << 30)), &n,
-                                           nullptr))
-                               return windows::last_error();
-                             got = n;
-                             return std::error_code{};
-                           });
+  const auto ec =
+      read_all(sized ? static_cast<size_t>(size.QuadPart) : 0, bytes, [h](uint8_t* buffer, size_t room, size_t& got) {
+        DWORD n = 0;  // ReadFile takes at most a DWORD's worth: 1 GiB a call
+        if (!ReadFile(h, buffer, static_cast<DWORD>(std::min<size_t>(room, 1u << 30)), &n, nullptr))
+          return windows::last_error();
+        got = n;
+        return std::error_code{};
+      });
   CloseHandle(h);
   return ec;
 }

@@ -12,8 +12,8 @@
 #include <memory>
 #include <optional>
 
-#include "trainer/data/loader/batch_dataset.hpp"
 #include "trainer/data/device/batch_decoder.hpp"
+#include "trainer/data/loader/batch_dataset.hpp"
 #include "trainer/data/loader/loaders.hpp"
 
 namespace trainer {

@@ -15,11 +15,11 @@
 #include <memory>
 #include <vector>
 
-#include "trainer/data/sources/bad_samples.hpp"
 #include "trainer/data/loader/epoch_sampler.hpp"
 #include "trainer/data/pixels/encoded_image.hpp"
-#include "trainer/data/sources/image_source.hpp"
 #include "trainer/data/pixels/sample_augment.hpp"
+#include "trainer/data/sources/bad_samples.hpp"
+#include "trainer/data/sources/image_source.hpp"
 
 namespace trainer {
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "trainer/config/config.hpp"
+#include "trainer/data/pixels/transform.hpp"
 #include "trainer/data/sources/image_folder.hpp"
 #include "trainer/data/sources/image_source.hpp"
-#include "trainer/data/pixels/transform.hpp"
 
 namespace trainer {
 

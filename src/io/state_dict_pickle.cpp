@@ -1,0 +1,334 @@
+#include "trainer/io/state_dict_pickle.hpp"
+
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+
+namespace {
+
+// A storage's element type from its pickled class name (torch.FloatStorage and its kin).
+const std::map<std::string, torch::Dtype>& storage_types() {
+  static const std::map<std::string, torch::Dtype> types{
+      {"torch.FloatStorage", torch::kFloat}, {"torch.DoubleStorage", torch::kDouble},
+      {"torch.HalfStorage", torch::kHalf},   {"torch.BFloat16Storage", torch::kBFloat16},
+      {"torch.LongStorage", torch::kLong},   {"torch.IntStorage", torch::kInt},
+      {"torch.ShortStorage", torch::kShort}, {"torch.CharStorage", torch::kChar},
+      {"torch.ByteStorage", torch::kByte},   {"torch.BoolStorage", torch::kBool}};
+  return types;
+}
+
+// Their pickled names.
+const std::map<std::string, PickleCallable>& callables() {
+  static const std::map<std::string, PickleCallable> known{
+      {"collections.OrderedDict", PickleCallable::ordered_dict},
+      {"torch._utils._rebuild_tensor_v2", PickleCallable::rebuild_tensor},
+      {"torch._utils._rebuild_parameter", PickleCallable::rebuild_parameter}};
+  return known;
+}
+
+PickleValuePtr make(PickleValue::Kind kind) {
+  auto v = std::make_shared<PickleValue>();
+  v->kind = kind;
+  return v;
+}
+
+class Unpickler {
+ public:
+  Unpickler(const std::string& file, const std::string& pickle, const StorageLoader& load_storage)
+      : file_(file), p_(pickle), load_storage_(load_storage) {}
+
+  PickleValuePtr run() {
+    for (;;) {
+      const uint8_t op = byte();
+      switch (op) {
+        case 0x80: byte(); break;   // PROTO
+        case 0x95: take(8); break;  // FRAME
+        case '.': return pop();     // STOP
+        case '(': push(make(PickleValue::Kind::mark)); break;
+        case 'N': push(make(PickleValue::Kind::none)); break;
+        case 0x88:
+        case 0x89: {  // NEWTRUE, NEWFALSE
+          auto v = make(PickleValue::Kind::boolean);
+          v->integer = op == 0x88;
+          push(v);
+          break;
+        }
+        case 'J': push_integer(static_cast<int32_t>(little(4))); break;  // BININT
+        case 'K': push_integer(static_cast<int64_t>(little(1))); break;  // BININT1
+        case 'M': push_integer(static_cast<int64_t>(little(2))); break;  // BININT2
+        case 0x8a: {                                                     // LONG1
+          const size_t n = byte();
+          if (n > 8) fail("an integer wider than 64 bits");
+          uint64_t u = n ? little(n) : 0;
+          if (n && n < 8 && (u >> (8 * n - 1)) & 1) u |= ~uint64_t{0} << (8 * n);  // sign-extend
+          push_integer(static_cast<int64_t>(u));
+          break;
+        }
+        case 'G': {  // BINFLOAT, big-endian
+          uint64_t bits = 0;
+          for (int i = 0; i < 8; ++i) bits = bits << 8 | byte();
+          auto v = make(PickleValue::Kind::real);
+          std::memcpy(&v->real, &bits, 8);
+          push(v);
+          break;
+        }
+        case 'X': push_text(take(little(4))); break;            // BINUNICODE
+        case 0x8c: push_text(take(byte())); break;              // SHORT_BINUNICODE
+        case 'T': push_text(take(little(4))); break;            // BINSTRING
+        case 'U': push_text(take(byte())); break;               // SHORT_BINSTRING
+        case ')': push(make(PickleValue::Kind::tuple)); break;  // EMPTY_TUPLE
+        case ']': push(make(PickleValue::Kind::list)); break;   // EMPTY_LIST
+        case '}': push(make(PickleValue::Kind::dict)); break;   // EMPTY_DICT
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1, TUPLE2, TUPLE3
+          auto v = make(PickleValue::Kind::tuple);
+          v->items.resize(op - 0x84);
+          for (size_t i = v->items.size(); i-- > 0;) v->items[i] = pop();
+          push(v);
+          break;
+        }
+        case 't':
+        case 'l': {  // TUPLE, LIST from the mark
+          auto v = make(op == 't' ? PickleValue::Kind::tuple : PickleValue::Kind::list);
+          v->items = pop_to_mark();
+          push(v);
+          break;
+        }
+        case 'd': {  // DICT from the mark
+          auto v = make(PickleValue::Kind::dict);
+          set_items(*v, pop_to_mark());
+          push(v);
+          break;
+        }
+        case 'a': {  // APPEND
+          auto item = pop();
+          list_on_top().items.push_back(item);
+          break;
+        }
+        case 'e': {  // APPENDS
+          auto items = pop_to_mark();
+          auto& list = list_on_top();
+          list.items.insert(list.items.end(), items.begin(), items.end());
+          break;
+        }
+        case 's': {  // SETITEM
+          auto value = pop(), key = pop();
+          dict_on_top().entries.emplace_back(key, value);
+          break;
+        }
+        case 'u': {  // SETITEMS
+          auto items = pop_to_mark();
+          set_items(dict_on_top(), items);
+          break;
+        }
+        case 'q': memo_[little(1)] = top(); break;      // BINPUT
+        case 'r': memo_[little(4)] = top(); break;      // LONG_BINPUT
+        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
+        case 'h': push(memo(little(1))); break;         // BINGET
+        case 'j': push(memo(little(4))); break;         // LONG_BINGET
+        case 'c': {                                     // GLOBAL "module\nname\n"
+          const std::string module = line(), name = line();
+          push(global(module, name));
+          break;
+        }
+        case 0x93: {  // STACK_GLOBAL
+          auto name = pop(), module = pop();
+          if (name->kind != PickleValue::Kind::text || module->kind != PickleValue::Kind::text)
+            fail("a malformed class name");
+          push(global(module->text, name->text));
+          break;
+        }
+        case 'R': {  // REDUCE: callable(*args)
+          auto args = pop(), callable = pop();
+          push(reduce(*callable, *args));
+          break;
+        }
+        case 'b': {  // BUILD: the object's state (OrderedDict's _metadata, the module versions): not needed
+          pop();
+          break;
+        }
+        case 'Q': push(persistent_load(*pop())); break;  // BINPERSID
+        default: {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "0x%02x", op);
+          fail(std::string("an unsupported pickle instruction ") + hex);
+        }
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw WeightsError(file_ + ": " + what + " in data.pkl, which a state dict does not hold");
+  }
+
+  uint8_t byte() {
+    if (at_ >= p_.size()) throw WeightsError(file_ + ": data.pkl ends early (truncated or damaged)");
+    return static_cast<uint8_t>(p_[at_++]);
+  }
+  uint64_t little(size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= uint64_t{byte()} << (8 * i);
+    return v;
+  }
+  std::string take(uint64_t n) {
+    if (n > p_.size() - at_) throw WeightsError(file_ + ": data.pkl ends early (truncated or damaged)");
+    std::string s = p_.substr(at_, n);
+    at_ += n;
+    return s;
+  }
+  std::string line() {
+    const size_t end = p_.find('\n', at_);
+    if (end == std::string::npos) throw WeightsError(file_ + ": data.pkl ends early (truncated or damaged)");
+    std::string s = p_.substr(at_, end - at_);
+    at_ = end + 1;
+    return s;
+  }
+
+  void push(PickleValuePtr v) { stack_.push_back(std::move(v)); }
+  void push_integer(int64_t i) {
+    auto v = make(PickleValue::Kind::integer);
+    v->integer = i;
+    push(v);
+  }
+  void push_text(std::string s) {
+    auto v = make(PickleValue::Kind::text);
+    v->text = std::move(s);
+    push(v);
+  }
+  PickleValuePtr pop() {
+    if (stack_.empty()) fail("a malformed pickle (empty stack)");
+    auto v = stack_.back();
+    stack_.pop_back();
+    return v;
+  }
+  const PickleValuePtr& top() {
+    if (stack_.empty()) fail("a malformed pickle (empty stack)");
+    return stack_.back();
+  }
+  std::vector<PickleValuePtr> pop_to_mark() {
+    std::vector<PickleValuePtr> items;
+    for (;;) {
+      auto v = pop();
+      if (v->kind == PickleValue::Kind::mark) break;
+      items.push_back(v);
+    }
+    return {items.rbegin(), items.rend()};
+  }
+  PickleValue& list_on_top() {
+    if (top()->kind != PickleValue::Kind::list) fail("an append to something other than a list");
+    return *top();
+  }
+  PickleValue& dict_on_top() {
+    if (top()->kind != PickleValue::Kind::dict) fail("an item set on something other than a dict");
+    return *top();
+  }
+  void set_items(PickleValue& dict, const std::vector<PickleValuePtr>& flat) {
+    if (flat.size() % 2) fail("a dict with a key and no value");
+    for (size_t i = 0; i < flat.size(); i += 2) dict.entries.emplace_back(flat[i], flat[i + 1]);
+  }
+  PickleValuePtr memo(uint64_t key) {
+    const auto it = memo_.find(key);
+    if (it == memo_.end()) fail("a reference to an unknown memo entry");
+    return it->second;
+  }
+
+  // The only classes and functions a state dict names. Anything else (argparse.Namespace in a training
+  // script's checkpoint, a model class pickled whole, or something made to run code) is refused here.
+  PickleValuePtr global(const std::string& module, const std::string& name) {
+    const std::string full = module + "." + name;
+    if (storage_types().count(full)) {
+      auto v = make(PickleValue::Kind::storage_class);
+      v->text = full;
+      return v;
+    }
+    const auto it = callables().find(full);
+    if (it == callables().end())
+      throw WeightsError(file_ + ": holds a Python object of class " + full +
+                         ", which is not read (only tensors, dicts, lists, numbers and strings are, and nothing in "
+                         "the file is run); save the state dict alone: torch.save(model.state_dict(), path)");
+    auto v = make(PickleValue::Kind::callable);
+    v->text = full;
+    v->callable = it->second;
+    return v;
+  }
+
+  static std::vector<int64_t> integers(const PickleValue& tuple) {
+    std::vector<int64_t> out;
+    for (const auto& item : tuple.items) out.push_back(item->integer);
+    return out;
+  }
+
+  PickleValuePtr reduce(const PickleValue& callable, const PickleValue& args) {
+    if (callable.kind != PickleValue::Kind::callable || args.kind != PickleValue::Kind::tuple)
+      fail("a call of something other than a known function");
+    const auto& a = args.items;
+    switch (callable.callable) {
+      case PickleCallable::ordered_dict:
+        if (!a.empty()) fail("an OrderedDict made from arguments");
+        return make(PickleValue::Kind::dict);
+      case PickleCallable::rebuild_parameter:
+        if (a.empty() || a[0]->kind != PickleValue::Kind::tensor) fail("a parameter without a tensor");
+        return a[0];
+      case PickleCallable::rebuild_tensor: {
+        // (storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
+        if (a.size() < 4 || a[0]->kind != PickleValue::Kind::tensor || a[1]->kind != PickleValue::Kind::integer ||
+            a[2]->kind != PickleValue::Kind::tuple || a[3]->kind != PickleValue::Kind::tuple)
+          fail("a tensor with malformed arguments");
+        const torch::Tensor& storage = a[0]->tensor;
+        const int64_t offset = a[1]->integer;
+        const auto size = integers(*a[2]), stride = integers(*a[3]);
+        if (size.size() != stride.size()) fail("a tensor whose size and stride differ in length");
+        int64_t last = offset, count = 1;
+        for (size_t i = 0; i < size.size(); ++i) {
+          if (size[i] < 0 || stride[i] < 0) fail("a tensor with a negative size or stride");
+          count *= size[i];
+          last += (size[i] - 1) * stride[i];
+        }
+        if (offset < 0 || (count > 0 && last >= storage.numel()))
+          throw WeightsError(file_ + ": a tensor reaches past the end of its storage (damaged file)");
+        auto v = make(PickleValue::Kind::tensor);
+        v->tensor = storage.as_strided(size, stride, offset);
+        return v;
+      }
+    }
+    fail("an unknown call");
+  }
+
+  // ('storage', storage class, key, location, numel): the loader gives the storage's contents.
+  PickleValuePtr persistent_load(const PickleValue& id) {
+    if (id.kind != PickleValue::Kind::tuple || id.items.size() < 5 || id.items[0]->text != "storage" ||
+        id.items[1]->kind != PickleValue::Kind::storage_class || id.items[2]->kind != PickleValue::Kind::text ||
+        id.items[4]->kind != PickleValue::Kind::integer)
+      fail("a reference to something other than a tensor storage");
+    const std::string& key = id.items[2]->text;
+    if (auto cached = storages_.find(key); cached != storages_.end()) return cached->second;
+    auto v = make(PickleValue::Kind::tensor);
+    v->tensor = load_storage_(key, storage_types().at(id.items[1]->text), id.items[4]->integer);
+    storages_[key] = v;
+    return v;
+  }
+
+  std::string file_;
+  const std::string& p_;
+  size_t at_ = 0;
+  const StorageLoader& load_storage_;
+  std::vector<PickleValuePtr> stack_;
+  std::map<uint64_t, PickleValuePtr> memo_;
+  std::map<std::string, PickleValuePtr> storages_;
+};
+
+}  // namespace
+
+PickleValuePtr unpickle_state_dict(const std::string& file, const std::string& pickle, const StorageLoader& storage) {
+  return Unpickler(file, pickle, storage).run();
+}
+
+}  // namespace trainer
