@@ -10,34 +10,30 @@ set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 cd "$root"
 
-declare -A rank
-for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
-# A file's module: src/main.cpp is main; data/<room>/ is its room; otherwise the folder under src/ or trainer/.
-module_of() {
-  local p=${1#src/}
-  p=${p#include/trainer/}
-  case $p in
-    main.cpp) echo main ;;
-    data/*/*) echo "${p%%/*}/$(echo "$p" | cut -d/ -f2)" ;;
-    */*) echo "${p%%/*}" ;;
-    *) echo "?" ;;
-  esac
-}
-
-status=0
-while IFS= read -r file; do
-  from=$(module_of "$file")
-  [[ -n ${rank[$from]+x} ]] || { echo "$file: module '$from' is not in check_layers.sh's order"; status=1; continue; }
-  while IFS=: read -r line header; do
-    to=$(module_of "include/trainer/$header")
-    [[ -n ${rank[$to]+x} ]] || { echo "$file:$line: includes trainer/$header, of no module in the order"; status=1; continue; }
-    if (( rank[$to] > rank[$from] )); then
-      echo "$file:$line: $from includes trainer/$header, of $to, which sits above it"
-      status=1
-    fi
-  done < <(grep -noE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"trainer/[^"]+"' "$file" \
-             | sed -E 's/^([0-9]+):.*"trainer\/([^"]+)"/\1:\2/')
-done < <(find src include/trainer -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' \) | sort)
+# Every include of a trainer header, as FILE:LINE:HEADER, judged in one pass.
+find src include/trainer -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' \) | sort \
+  | xargs grep -HnoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"trainer/[^"]+"' \
+  | sed -E 's/^([^:]+):([0-9]+):.*"trainer\/([^"]+)"/\1:\2:\3/' \
+  | awk -F: -v order="${layers[*]}" '
+      # The module of a path: src/main.cpp is main; data/<room>/ is its room; else the folder under src/ or trainer/.
+      function module_of(path,   p, parts, n) {
+        p = path; sub(/^src\//, "", p); sub(/^include\/trainer\//, "", p)
+        if (p == "main.cpp") return "main"
+        n = split(p, parts, "/")
+        if (n < 2) return "?"
+        if (parts[1] == "data" && n >= 3) return "data/" parts[2]
+        return parts[1]
+      }
+      BEGIN { n = split(order, names, " "); for (i = 1; i <= n; i++) rank[names[i]] = i }
+      {
+        from = module_of($1); to = module_of("include/trainer/" $3)
+        if (!(from in rank)) { print $1 ": module \047" from "\047 is not in check_layers.sh\047s order"; bad = 1; next }
+        if (!(to in rank)) { print $1 ":" $2 ": includes trainer/" $3 ", of no module in the order"; bad = 1; next }
+        if (rank[to] > rank[from]) {
+          print $1 ":" $2 ": " from " includes trainer/" $3 ", of " to ", which sits above it"; bad = 1
+        }
+      }
+      END { exit bad }' && status=0 || status=1
 if (( status == 0 )); then
   echo "check_layers: every include points down the stack (${layers[*]})"
 else

@@ -17,6 +17,28 @@ namespace {
 using testing::read_text;
 using testing::TempDir;
 
+// A file-size limit for its lifetime (SIGXFSZ ignored): write() then fails part way with EFBIG, as it fails with
+// ENOSPC on a full disk.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) : handler_(std::signal(SIGXFSZ, SIG_IGN)) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    rlimit small = saved_;
+    small.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &small);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+  void (*handler_)(int);
+};
+
 void write_string(const std::filesystem::path& path, const std::string& text) {
   write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
 }
@@ -46,22 +68,14 @@ TEST(AtomicFile, FailureMidWriteKeepsTheOldFileAndLeavesNoTemporary) {
 TEST(AtomicFile, WriteFailureFromAFullDiskKeepsTheOldFile) {
   TempDir dir;
   write_string(dir / "ck.pt", "good checkpoint");
-  // A file-size limit makes write() fail part way (EFBIG), as a full disk does (ENOSPC).
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = saved;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   const std::string big(1 << 20, 'x');
   std::string message;
   try {
+    const FileSizeLimit limit(4096);
     write_string(dir / "ck.pt", big);
   } catch (const Error& e) {
     message = e.what();
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, old_handler);
   EXPECT_NE(message.find("cannot write " + (dir / "ck.pt").string()), std::string::npos) << message;
   EXPECT_EQ(read_text(dir / "ck.pt"), "good checkpoint");
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
@@ -74,26 +88,19 @@ TEST(AtomicFile, ALibTorchArchiveOnAFullDiskIsAWriteErrorNotAnAbort) {
   write_string(dir / "ck.pt", "good checkpoint");
   torch::serialize::OutputArchive archive;
   archive.write("weights", torch::arange(200000, torch::kFloat));  // 800 KB
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
   for (const rlim_t limit : {rlim_t{10}, rlim_t{4096}, rlim_t{300000}, rlim_t{799000}}) {
-    rlimit small = saved;
-    small.rlim_cur = limit;
-    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
     std::string message;
     try {
+      const FileSizeLimit file_size_limit(limit);
       write_file_atomically(dir / "ck.pt", [&](const ByteSink& sink) { archive.save_to(sink); });
     } catch (const WriteError& e) {
       message = e.what();
     }
-    ::setrlimit(RLIMIT_FSIZE, &saved);
     EXPECT_EQ(message.rfind("cannot write " + (dir / "ck.pt").string() + ": File too large (it needs ", 0), 0u)
         << limit << ": " << message;
     EXPECT_EQ(read_text(dir / "ck.pt"), "good checkpoint");
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
   }
-  std::signal(SIGXFSZ, old_handler);
 }
 
 // A resume cuts metrics.jsonl and metrics.csv back to its step. On a full disk that must fail as a WriteError
@@ -110,20 +117,13 @@ TEST(MetricsSink, ResumeOnAFullDiskKeepsTheWholeHistory) {
   }
   const std::string jsonl = read_text(dir / "metrics.jsonl"), csv = read_text(dir / "metrics.csv");
   ASSERT_GT(jsonl.size(), 8192u);
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = saved;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   std::string message;
   try {
+    const FileSizeLimit limit(4096);
     MetricsSink resumed(dir.path(), int64_t{300}, /*tensorboard=*/false);
   } catch (const WriteError& e) {
     message = e.what();
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, old_handler);
   EXPECT_EQ(message.rfind("cannot write " + (dir / "metrics.jsonl").string(), 0), 0u) << message;
   EXPECT_EQ(read_text(dir / "metrics.jsonl"), jsonl);
   EXPECT_EQ(read_text(dir / "metrics.csv"), csv);

@@ -62,7 +62,7 @@ TEST(BatchPipeline, AFailedBatchAllocationIsADataErrorNotAnAbort) {
       message = e.what();
     }
     ::setrlimit(RLIMIT_AS, &saved);
-    EXPECT_EQ(message.rfind("cannot allocate a batch of 64 images (", 0), 0u) << workers << " workers: " << message;
+    EXPECT_EQ(message.rfind("data: cannot allocate a batch of 64 images (", 0), 0u) << workers << " workers: " << message;
   }
 #endif
 }
