@@ -1,8 +1,7 @@
 // What `trainer doctor`'s checks share: the report they add lines to, what they know of the run (the config, once
 // read, and the training images' shape, once the data opened), and the table of checks, one row each, run in
 // order. A new check is one function in src/cli/doctor/ and one row in doctor_checks() (doctor_command.cpp).
-//   for (const DoctorCheck& check : doctor_checks()) if (context.config || !check.needs_config) check.run(report,
-//   context);
+//   for (const DoctorCheck& c : doctor_checks()) if (context.config || !c.needs_config) c.run(report, context);
 #pragma once
 
 #include <cstdio>
