@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "trainer/util/checked_math.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -36,6 +37,21 @@ PickleValuePtr make(PickleValue::Kind kind) {
   auto v = std::make_shared<PickleValue>();
   v->kind = kind;
   return v;
+}
+
+// Whether every element of a strided view (sizes and strides >= 0) lies inside a storage of `numel` elements,
+// in checked arithmetic: a hostile file's sizes must not wrap the products around and pass.
+bool within_storage(const std::vector<int64_t>& size, const std::vector<int64_t>& stride, uint64_t offset,
+                    int64_t numel) {
+  uint64_t count = 1, last = offset, reach = 0;
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] == 0) return true;  // no element at all
+    if (multiply_overflows(count, static_cast<uint64_t>(size[i]), count)) return false;
+    if (multiply_overflows(static_cast<uint64_t>(size[i] - 1), static_cast<uint64_t>(stride[i]), reach) ||
+        add_overflows(last, reach, last))
+      return false;
+  }
+  return last < static_cast<uint64_t>(numel);
 }
 
 class Unpickler {
@@ -260,9 +276,13 @@ class Unpickler {
     return v;
   }
 
-  static std::vector<int64_t> integers(const PickleValue& tuple) {
+  std::vector<int64_t> sizes(const PickleValue& tuple) const {
     std::vector<int64_t> out;
-    for (const auto& item : tuple.items) out.push_back(item->integer);
+    for (const auto& item : tuple.items) {
+      if (item->kind != PickleValue::Kind::integer || item->integer < 0)
+        fail("a tensor size or stride that is not a whole number >= 0");
+      out.push_back(item->integer);
+    }
     return out;
   }
 
@@ -284,15 +304,9 @@ class Unpickler {
           fail("a tensor with malformed arguments");
         const torch::Tensor& storage = a[0]->tensor;
         const int64_t offset = a[1]->integer;
-        const auto size = integers(*a[2]), stride = integers(*a[3]);
+        const auto size = sizes(*a[2]), stride = sizes(*a[3]);
         if (size.size() != stride.size()) fail("a tensor whose size and stride differ in length");
-        int64_t last = offset, count = 1;
-        for (size_t i = 0; i < size.size(); ++i) {
-          if (size[i] < 0 || stride[i] < 0) fail("a tensor with a negative size or stride");
-          count *= size[i];
-          last += (size[i] - 1) * stride[i];
-        }
-        if (offset < 0 || (count > 0 && last >= storage.numel()))
+        if (offset < 0 || !within_storage(size, stride, static_cast<uint64_t>(offset), storage.numel()))
           throw WeightsError(file_ + ": a tensor reaches past the end of its storage (damaged file)");
         auto v = make(PickleValue::Kind::tensor);
         v->tensor = storage.as_strided(size, stride, offset);

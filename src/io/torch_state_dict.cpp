@@ -11,6 +11,7 @@
 
 #include "trainer/io/state_dict_pickle.hpp"
 #include "trainer/io/zip_records.hpp"
+#include "trainer/util/checked_math.hpp"
 #include "trainer/platform/files.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -76,12 +77,17 @@ NamedTensors read_torch_state_dict(const std::filesystem::path& path) {
   const auto storage = [&](const std::string& key, torch::Dtype dtype, int64_t numel) {
     const std::string record = "data/" + key;
     if (!archive->hasRecord(record)) throw WeightsError(file + ": storage " + record + " is missing (damaged file)");
+    // The record (no larger than the file, already in memory) against the element count before the tensor is
+    // allocated: a hostile count must not reserve memory.
     auto [data, bytes] = archive->getRecord(record);
-    if (numel < 0) throw WeightsError(file + ": storage " + record + " has a negative size (damaged file)");
-    torch::Tensor t = torch::empty({numel}, torch::TensorOptions().dtype(dtype));
-    if (bytes != t.nbytes())
+    uint64_t needed = 0;
+    const auto element = static_cast<uint64_t>(c10::elementSize(dtype));
+    if (numel < 0 || multiply_overflows(static_cast<uint64_t>(numel), element, needed) || needed != bytes)
       throw WeightsError(file + ": storage " + record + " holds " + std::to_string(bytes) + " bytes, not the " +
-                         std::to_string(t.nbytes()) + " its tensors need (damaged file)");
+                         (numel < 0 ? std::string("negative count of") : std::to_string(numel) + " x " +
+                                                                             std::to_string(element) + " bytes of") +
+                         " elements its tensors need (damaged file)");
+    torch::Tensor t = torch::empty({numel}, torch::TensorOptions().dtype(dtype));
     std::memcpy(t.data_ptr(), data.get(), bytes);
     return t;
   };

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
+#include <caffe2/serialize/inline_container.h>
 #include <torch/torch.h>
 
 #include "support/fixtures.hpp"
+#include "trainer/io/torch_state_dict.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
@@ -137,6 +139,80 @@ TEST(Weights, ConvertsFloatPrecisionButNotKind) {
   for (auto& item : wrong)
     if (item.first == "fc.bias") item.second = torch::zeros({10}, torch::kLong);
   EXPECT_NE(load_error(*target, wrong).find("fc.bias: Long in the file, Float in the model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainer
+
+namespace trainer {
+namespace {
+
+// torch.save's zip around a hand-written data.pkl: {"w": _rebuild_tensor_v2(storage '0' of `numel` floats,
+// offset 0, sizes, strides, False, OrderedDict())}, the storage record holding `floats` floats.
+std::string pickle_text(const std::string& s) {
+  std::string out = "X";
+  for (int b = 0; b < 4; ++b) out += static_cast<char>((s.size() >> (8 * b)) & 0xff);
+  return out + s;
+}
+std::string pickle_long(int64_t v) {  // LONG1, eight bytes
+  std::string out = "\x8a\x08";
+  for (int b = 0; b < 8; ++b) out += static_cast<char>((static_cast<uint64_t>(v) >> (8 * b)) & 0xff);
+  return out;
+}
+std::filesystem::path hostile_pth(const std::filesystem::path& path, int64_t numel, size_t floats,
+                                  const std::string& sizes, const std::string& strides) {
+  const std::string pickle = "\x80\x02}" + pickle_text("w") + "ctorch._utils\n_rebuild_tensor_v2\n(" +
+                             "(" + pickle_text("storage") + "ctorch\nFloatStorage\n" + pickle_text("0") +
+                             pickle_text("cpu") + pickle_long(numel) + "tQ" + pickle_long(0) + "(" + sizes + "t(" +
+                             strides + "t\x89" + "ccollections\nOrderedDict\n)RtRs.";
+  std::string bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
+    bytes.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  const std::vector<float> storage(floats, 1.0f);
+  writer.writeRecord("data/0", storage.data(), storage.size() * sizeof(float));
+  writer.writeEndOfFile();
+  testing::write_text(path, bytes);
+  return path;
+}
+
+std::string state_dict_error(const std::filesystem::path& path) {
+  try {
+    read_torch_state_dict(path);
+  } catch (const WeightsError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// The .pth reader is held to the safetensors reader's strictness: sizes whose products wrap around 64 bits, an
+// element count far beyond its record (refused before anything is allocated) and sizes that are not integers are
+// one-line errors naming the file. The well-formed file reads.
+TEST(TorchStateDict, HostileSizesAreRefusedBeforeAnyAllocation) {
+  testing::TempDir dir;
+  const std::string two = pickle_long(2), zero = pickle_long(0), one = pickle_long(1);
+  const auto good = read_torch_state_dict(hostile_pth(dir / "good.pth", 4, 4, two + two, two + one));
+  ASSERT_EQ(good.size(), 1u);
+  EXPECT_TRUE(torch::equal(good[0].second, torch::ones({2, 2})));
+  const std::string file = (dir / "h.pth").string();
+  // 2^32 x 2^32 elements of stride 0: 2^64, which wrapped to 0 and passed, then was made contiguous (64 EiB).
+  const std::string huge = pickle_long(int64_t{1} << 32);
+  EXPECT_EQ(state_dict_error(hostile_pth(file, 4, 4, huge + huge, zero + zero)),
+            "weights: " + file + ": a tensor reaches past the end of its storage (damaged file)");
+  // Sizes 2^62 and 4 with strides 1 and 2^62: the last element at 2^62 - 1 + 3 x 2^62, past int64_t.
+  const std::string big = pickle_long(int64_t{1} << 62);
+  EXPECT_EQ(state_dict_error(hostile_pth(file, 4, 4, big + pickle_long(4), one + big)),
+            "weights: " + file + ": a tensor reaches past the end of its storage (damaged file)");
+  // 2^40 floats claimed by a 16-byte record: a 4 TiB tensor was allocated before the sizes were compared.
+  EXPECT_EQ(state_dict_error(hostile_pth(file, int64_t{1} << 40, 4, two + two, two + one)),
+            "weights: " + file + ": storage data/0 holds 16 bytes, not the 1099511627776 x 4 bytes of elements its "
+            "tensors need (damaged file)");
+  // A size that is text, read as 0 until now.
+  EXPECT_EQ(state_dict_error(hostile_pth(file, 4, 4, pickle_text("2") + two, two + one)),
+            "weights: " + file + ": a tensor size or stride that is not a whole number >= 0 in data.pkl, which a "
+            "state dict does not hold");
 }
 
 }  // namespace
