@@ -37,10 +37,6 @@ std::string csv_field(const std::string& s) {
   return quoted + "\"";
 }
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
-}
-
 // One row per image: path, label, then the top-k classes and probabilities, best first.
 class PredictionTable {
  public:

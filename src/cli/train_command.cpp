@@ -54,8 +54,7 @@ bool holds_run(const fs::path& dir) {
 
 void write_resolved_config(const fs::path& run_dir, const Config& config) {
   const std::string text = config_to_json(config).dump(2) + "\n";
-  write_file_atomically(run_dir / "config.resolved.json",
-                        [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+  write_text_atomically(run_dir / "config.resolved.json", text);
 }
 
 // A new run folder: refuses one that already holds a run, so nothing saved there is overwritten.

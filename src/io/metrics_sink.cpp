@@ -22,10 +22,6 @@ std::string header() {
   return h;
 }
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
-}
-
 // Keeps the lines whose "step" is <= resume_step; the CSV keeps its header plus the same rows. Both files are
 // replaced atomically: a full disk or a crash here leaves the run's whole history, never a cut one.
 void truncate_after(const fs::path& jsonl, const fs::path& csv, int64_t resume_step) {

@@ -58,4 +58,8 @@ void link_file_atomically(const std::filesystem::path& from, const std::filesyst
   write_file_atomically(to, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
 }
 
+void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
+  write_file_atomically(path, [&](const ByteSink& sink) { sink(text.data(), text.size()); });
+}
+
 }  // namespace trainer

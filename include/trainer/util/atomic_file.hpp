@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <string>
 
 namespace trainer {
 
@@ -18,6 +19,9 @@ using ByteSink = std::function<size_t(const void* data, size_t size)>;
 // (no space, I/O error, read-only, quota) is a WriteError naming `path`, the cause, the bytes the file needs and
 // the free space there.
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(const ByteSink&)>& produce);
+
+// write_file_atomically for text already in memory (reports, resolved configs, metrics files).
+void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 
 // Makes `to` a second name of `from`: a hard link made beside `to` and moved over it in one step, or, where the
 // file system has no hard links (FAT32, exFAT, some network shares), an atomic copy. A failure is a WriteError
