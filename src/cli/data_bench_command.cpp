@@ -73,12 +73,13 @@ double bench_decode_only(const Config& c, size_t workers, nlohmann::json& out) {
 std::function<std::unique_ptr<Loader>()> loader_maker(const DataBenchArgs& a, const Config& c,
                                                       std::shared_ptr<const ImageSource> source,
                                                       std::shared_ptr<BadSamples> bad, size_t batch_size,
-                                                      const torch::Device& target, bool defer_decode) {
+                                                      const torch::Device& target,
+                                                      std::shared_ptr<const DecodeIntake> intake) {
   const size_t workers = static_cast<size_t>(c.data.workers);
   if (a.eval)
     return [=] {
       return make_eval_loader(source, batch_size, workers, static_cast<size_t>(c.data.prefetch),
-                              /*pin_memory=*/target.is_cuda(), bad, defer_decode);
+                              /*pin_memory=*/target.is_cuda(), bad, intake);
     };
   return [=] {
     TrainLoaderOptions o;
@@ -86,7 +87,7 @@ std::function<std::unique_ptr<Loader>()> loader_maker(const DataBenchArgs& a, co
     o.seed = static_cast<uint64_t>(c.run.seed);
     o.epochs = kEndless;
     o.pin_memory = target.is_cuda();
-    o.defer_decode = defer_decode;
+    o.intake = intake;
     o.bad = bad;
     return make_train_loader(source, c.data, o);
   };
@@ -101,11 +102,11 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   // data.decode as a run on run.device resolves it: with the GPU decode, batches go to the device, are decoded
   // and normalised there, as in training; otherwise normalisation is timed on the CPU.
   const torch::Device device = select_device(c.run.device);
-  const DecodeChoice decode = choose_decode(c, device, nvjpeg_built());
-  const std::unique_ptr<BatchDecoder> decoder = decode.gpu() ? make_batch_decoder(DecodeDevice::cuda, device) : nullptr;
+  const RunDecoder decode = open_run_decoder(c, device, nullptr);
+  const std::shared_ptr<BatchDecoder> decoder = decode.decoder;
   const torch::Device target = decoder ? device : torch::Device(torch::kCPU);
   const auto norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, target);
-  const auto next_loader = loader_maker(a, c, source, bad, batch_size, target, decoder != nullptr);
+  const auto next_loader = loader_maker(a, c, source, bad, batch_size, target, decoder);
   const bool channels_last = wants_channels_last(c.model, target);
   const int64_t total = a.warmup + a.batches;
   int64_t seen = 0, images = 0;
@@ -114,7 +115,8 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   torch::Tensor last;
   while (seen < total) {
     auto loader = next_loader();
-    for_each_device_batch(*loader, target, decoder.get(), std::numeric_limits<size_t>::max(), [&](ImageBatch& batch) {
+    const StageDecode stage{decoder.get(), {bad, a.eval ? BadSlot::drop : BadSlot::replace}};
+    for_each_device_batch(*loader, target, stage, std::numeric_limits<size_t>::max(), [&](ImageBatch& batch) {
       const auto before = Clock::now();
       auto x = to_model_input(batch.images, norm, channels_last);
       if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
@@ -131,7 +133,12 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
     });
   }
   if (target.is_cuda() && last.defined()) last.sum().item<float>();  // the last batch's device work, timed
-  out["decode"] = enum_name(decode_devices(), decode.where);
+  out["decode"] = enum_name(decode_devices(), decode.choice.where);
+  if (decoder) {
+    const DecodeCounts n = decoder->take_counts();
+    out["decoded_by"] = {{"gpu", n.gpu}, {"cpu", n.cpu}, {"refused", n.refused}, {"failed", n.failed},
+                         {"failed_calls", n.failed_calls}};
+  }
   if (const CudaMemory m = cuda_peak_memory(target); m.known) out["cuda_peak_allocated_mib"] = m.peak_allocated_mib;
   out["mode"] = a.eval ? "eval_pipeline" : "pipeline";
   out["images"] = images;

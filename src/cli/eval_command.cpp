@@ -178,7 +178,7 @@ int run_eval(const EvalArgs& args) {
   auto bad = std::make_shared<BadSamples>("eval", data->size(), c.data.max_bad_fraction, logs.main);
   EvalOptions options = eval_options(c, device, layout.channels_last, bad);
   options.confusion = true;
-  if (choose_decode(c, device, nvjpeg_built()).gpu()) options.decoder = make_batch_decoder(DecodeDevice::cuda, device);
+  options.decoder = open_run_decoder(c, device, logs.main).decoder;
   const int64_t k = std::min<int64_t>(5, static_cast<int64_t>(data->class_names().size()));
   std::unique_ptr<PredictionTable> predictions;
   if (!args.predictions.empty()) {

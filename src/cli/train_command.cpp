@@ -114,6 +114,7 @@ std::shared_ptr<Collectives> join_world(const Config& c) {
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.run.dist_timeout_s * 1000));
   options.device = rank_device(select_device(c.run.device), world.local_rank, world.local_size);
   options.backend = resolve_backend(c.run.dist_backend, options.device);
+  make_current(options.device);  // each rank on its own GPU from the start, before NCCL sees a tensor
   return std::make_shared<Collectives>(world, options);
 }
 

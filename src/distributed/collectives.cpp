@@ -97,10 +97,14 @@ struct Collectives::Impl {
                       " s): " + message_of(e));
   }
 
-  // Runs one collective to completion.
+  // Runs one collective to completion. Under NCCL, wait() without a timeout only makes the current stream wait
+  // for NCCL's (the group's watchdog enforces its timeout): since PyTorch 2.6 wait(timeout) also blocks the host
+  // until the GPU has finished, which would stall every step on the gradient all-reduce and the stop vote. Gloo
+  // works on the host, and its wait honours the timeout given.
   void run(const char* operation, const std::function<c10::intrusive_ptr<c10d::Work>()>& start) const {
     try {
-      start()->wait(timeout);
+      if (backend == DistBackend::nccl) start()->wait();
+      else start()->wait(timeout);
     } catch (const std::exception& e) {  // c10::Error, or Gloo's own (a peer that closed its connection)
       throw failure(operation, e);
     }

@@ -35,7 +35,7 @@ std::unique_ptr<Loader> make_evaluation_loader(std::shared_ptr<const ImageSource
     data = make_shard(std::move(data), static_cast<size_t>(w.rank), static_cast<size_t>(w.size));
   }
   return make_eval_loader(std::move(data), options.batch_size, options.workers, options.prefetch,
-                          options.device.is_cuda(), options.bad, /*defer_decode=*/options.decoder != nullptr);
+                          options.device.is_cuda(), options.bad, options.decoder);
 }
 
 EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, const EvalOptions& options) {
@@ -53,7 +53,8 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   const int64_t classes = static_cast<int64_t>(data->class_names().size());
   torch::Tensor confusion = options.confusion ? torch::zeros({classes * classes}, torch::kInt64) : torch::Tensor();
   EvalResult result;
-  for_each_device_batch(*loader, options.device, options.decoder.get(), [&](ImageBatch& batch) {
+  const StageDecode decode{options.decoder.get(), {options.bad, BadSlot::drop}};
+  for_each_device_batch(*loader, options.device, decode, [&](ImageBatch& batch) {
     const auto x = to_model_input(batch.images, options.norm, options.channels_last);
     const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
     const torch::Tensor logits = float_logits(model, x, options.device.type(), options.autocast);

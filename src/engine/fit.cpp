@@ -33,7 +33,7 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   // The run's loader is already making this epoch's batches (and, as it drains, the next epoch's).
   const auto batches = static_cast<size_t>(r.plan.batches_per_epoch - run.start_batch);
   try {
-    for_each_device_batch(*r.loader, s.device, s.decoder.get(), batches, [&](ImageBatch& batch) {
+    for_each_device_batch(*r.loader, s.device, {s.decode.decoder.get(), {s.train_bad, BadSlot::replace}}, batches, [&](ImageBatch& batch) {
       const double waited = seconds_since(ready);
       const auto compute_start = Clock::now();
       if (micro == 0) {
@@ -75,6 +75,12 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   } catch (const DataError& e) {
     // The loader could not make the next batch: the data went away mid-run. The last completed step is saved.
     throw DataError(e.message() + save_last_completed_step(r, micro, /*started=*/micro > 0, step_start));
+  } catch (const c10::Error& e) {
+    // Making the next batch failed on the device (the copy, or the decode stage out of GPU memory); the step's own
+    // failures are handled above. The last completed step is saved.
+    throw TrainError("libtorch failed making a batch for step " + std::to_string(s.state.step + 1) + " (epoch " +
+                     std::to_string(epoch + 1) + "): " + first_line(e.what_without_backtrace()) +
+                     save_last_completed_step(r, micro, /*started=*/micro > 0, step_start));
   }
   r.progress.clear();
   if (!run.stopped_by) run.figures = meter.close_epoch();
@@ -96,7 +102,13 @@ void run_epochs(FitRun& r, FitResult& result) {
     // ---- the epoch's figures: a log line and a metrics row; the state moves on to the next epoch ----
     finish_epoch(r, epoch, run);
     // ---- every eval_every epochs, and after the last: evaluate the weights (and their EMA), track the best ----
-    const bool improved = evaluate_and_track_best(r, result);
+    bool improved = false;
+    try {
+      improved = evaluate_and_track_best(r, result);
+    } catch (const c10::Error& e) {
+      throw TrainError("libtorch failed evaluating after epoch " + std::to_string(epoch + 1) + ": " +
+                       first_line(e.what_without_backtrace()) + r.checkpoints.last_good());
+    }
     // ---- curves.png from the metrics so far; a drawing problem never stops the run ----
     draw_curves(r);
     // ---- every checkpoint_every epochs, after the last and on a new best: last.pt, best.pt, epoch-E.pt ----

@@ -55,8 +55,23 @@ double metric_value(BestMetric metric, const EvalResult& raw, const std::optiona
 EvalOptions run_eval_options(const Session& s) {
   EvalOptions options = eval_options(s.config, s.device, s.layout.channels_last, s.eval_bad);
   options.group = s.group.get();
-  options.decoder = s.decoder;
+  options.decoder = s.decode.decoder;
   return options;
+}
+
+// A GPU-decoding run's decode counts since the last call, into `row` and as the log line's part: what nvJPEG
+// decoded, what it refused (the workers decoded those), what the CPU decoded after a failed batched call, and
+// what no decoder could read.
+std::string take_decode_counts(Session& s, MetricsRow& row) {
+  if (!s.decode.decoder) return std::string();
+  const DecodeCounts n = s.decode.decoder->take_counts();
+  row.decoded_gpu = static_cast<double>(n.gpu);
+  row.decoded_cpu = static_cast<double>(n.cpu);
+  row.decode_refused = static_cast<double>(n.refused);
+  row.decode_failed = static_cast<double>(n.failed);
+  return fmt::format("; decoded: {} by nvJPEG, {} refused by it (decoded by the workers), {} by the CPU after {} "
+                     "failed nvJPEG call(s), {} unreadable",
+                     n.gpu, n.refused, n.cpu, n.failed_calls, n.failed);
 }
 
 // Evaluates `model` on the eval split: a log line and an "eval" or "eval_ema" row. The weights' evaluation takes
@@ -69,10 +84,11 @@ EvalResult evaluate_weights(FitRun& r, Classifier& model, bool ema) {
   if (e.dropped)
     r.log.warn("eval epoch {}: {} unreadable image(s) left out; the figures cover the other {}", s.state.epoch,
                e.dropped, e.count);
-  r.log.info("eval{} epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} in {:.1f}s", ema ? " (ema)" : "",
-             s.state.epoch, e.loss(), e.top1(), e.correct1, e.count, e.top5(), e.seconds);
+  MetricsRow row(ema ? "eval_ema" : "eval", s.state.epoch, s.state.step);
+  const std::string decoded = take_decode_counts(s, row);
+  r.log.info("eval{} epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} in {:.1f}s{}", ema ? " (ema)" : "",
+             s.state.epoch, e.loss(), e.top1(), e.correct1, e.count, e.top5(), e.seconds, decoded);
   if (s.metrics) {
-    MetricsRow row(ema ? "eval_ema" : "eval", s.state.epoch, s.state.step);
     row.lr = r.lr;
     row.loss = e.loss();
     row.top1 = e.top1();
@@ -220,16 +236,19 @@ void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run) {
   const TrainFigures& f = run.figures;
   if (!std::isfinite(f.loss)) throw non_finite(r, "the training loss", f.loss, "in epoch " + std::to_string(epoch + 1));
   const std::string replicas = check_replicas(r, epoch, f);  // every rank: collectives
-  r.log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%{}{}{}",
+  MetricsRow row = epoch_row(epoch + 1, s.state.step, r.lr, f);
+  const std::string decoded = take_decode_counts(s, row);
+  r.log.info("epoch {}/{} done in {:.1f}s: train loss {:.4f} top1 {:.4f}, {:.0f} img/s, data wait {:.0f}%{}{}{}{}",
              epoch + 1, s.config.train.epochs, f.seconds, f.loss, f.top1, f.images_per_s(), 100.0 * f.data_wait_share(),
              replicas, run.start_batch > 0 ? fmt::format(" (resumed at batch {})", run.start_batch) : std::string(),
              s.scaler.enabled() ? fmt::format(", loss scale {:g}, {} skipped step(s) in all", s.scaler.scale_value(),
                                               s.scaler.skipped_steps())
-                                : std::string());
+                                : std::string(),
+             decoded);
   if (const size_t failed = s.train_bad->take_failed_reads())
     r.log.warn("epoch {}: {} unreadable training image(s) replaced by others ({} distinct so far)", epoch + 1, failed,
                s.train_bad->distinct());
-  if (s.metrics) s.metrics->write(epoch_row(epoch + 1, s.state.step, r.lr, f));
+  if (s.metrics) s.metrics->write(row);
   s.state.epoch = epoch + 1;
   s.state.batch_in_epoch = 0;
 }

@@ -96,7 +96,7 @@ std::unique_ptr<Loader> make_train_loader(const Session& s, int64_t epoch, size_
   o.epochs = epochs;
   o.start_batch = start_batch;
   o.pin_memory = s.device.is_cuda();
-  o.defer_decode = s.decoder != nullptr;
+  o.intake = s.decode.decoder;
   o.bad = s.train_bad;
   o.rank = static_cast<size_t>(s.world.rank);
   o.world = static_cast<size_t>(s.world.size);
@@ -125,6 +125,7 @@ Session start_session(Config config, fs::path run_dir, RunLogs logs, std::shared
   if (s.group) check_same_config(s);
   model_row(s.config.model.arch);
   s.device = s.group ? s.group->device() : select_device(s.config.run.device);
+  make_current(s.device);
   apply_threads(s.config.run);
   apply_backend_settings(s.config.run);
   return s;
@@ -160,10 +161,8 @@ void open_data(Session& s) {
   s.logs.main->info("eval data:  {}", s.eval_data->describe());
   s.logs.main->info("data opened in {:.2f}s", open_seconds);
   // Where the JPEGs are decoded, said once (image folders only).
-  s.decode = choose_decode(c, s.device, nvjpeg_built());
-  if (s.decode.gpu()) s.decoder = make_batch_decoder(DecodeDevice::cuda, s.device);
-  if (data_kind_row(c.data.kind).image_files)
-    s.logs.main->info("decode: {}{}", s.decode.reason, s.decoder ? "; " + s.decoder->describe() : "");
+  s.decode = open_run_decoder(c, s.device, s.logs.main);
+  if (data_kind_row(c.data.kind).image_files) s.logs.main->info("decode: {}", s.decode.describe());
   if (classes_from_data) s.logs.main->info("model.num_classes {} (from the training data)", c.model.num_classes);
   s.train_bad = std::make_shared<BadSamples>("train", s.train_data->size(), c.data.max_bad_fraction, s.logs.main);
   s.eval_bad = std::make_shared<BadSamples>("eval", s.eval_data->size(), c.data.max_bad_fraction, s.logs.main);

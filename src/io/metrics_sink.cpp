@@ -53,7 +53,11 @@ const std::vector<MetricsColumn>& metrics_columns() {
                                                   {"compute_s", &MetricsRow::compute_s},
                                                   {"grad_norm", &MetricsRow::grad_norm},
                                                   {"loss_scale", &MetricsRow::loss_scale},
-                                                  {"skipped_steps", &MetricsRow::skipped_steps}};
+                                                  {"skipped_steps", &MetricsRow::skipped_steps},
+                                                  {"decoded_gpu", &MetricsRow::decoded_gpu},
+                                                  {"decoded_cpu", &MetricsRow::decoded_cpu},
+                                                  {"decode_refused", &MetricsRow::decode_refused},
+                                                  {"decode_failed", &MetricsRow::decode_failed}};
   return columns;
 }
 

@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#ifdef TRAINER_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
 #include "trainer/util/error.hpp"
 #include "trainer/util/torch_compat.hpp"
 
@@ -37,6 +41,14 @@ torch::Device rank_device(const torch::Device& selected, int64_t local_rank, int
     throw UsageError("data-parallel: " + std::to_string(local_size) + " processes on this machine but " +
                      std::to_string(devices) + " CUDA device(s); start at most one process per GPU");
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+void make_current(const torch::Device& device) {
+#ifdef TRAINER_CUDA
+  if (device.is_cuda() && device.index() >= 0) c10::cuda::set_device(device.index());
+#else
+  (void)device;
+#endif
 }
 
 std::string describe_runtime() {

@@ -1,8 +1,11 @@
 // data.decode cuda on a GPU: nvJPEG's batches against the CPU path, files it does not take in the same batches,
-// a damaged file, and repeatability (what exact resume needs). Skipped without a CUDA device or without nvJPEG.
+// damaged files, images too large for it, both backends, batches decoded back to back without a host
+// synchronisation between them, and repeatability (what exact resume needs). Skipped without a CUDA device or
+// without nvJPEG; on the GPU check's machine a skip here is a failure (scripts/gpu/check.sh).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <torch/torch.h>
 
 #include <cstdio>
 
@@ -35,34 +38,54 @@ DataConfig gpu_folder_config(const fs::path& root) {
   return d;
 }
 
-// A folder of larger JPEGs (plus the fixture's PNGs) and a progressive JPEG, which the workers decode.
+// Smoothed noise: no period, so a region decoded from the wrong offset (by an MCU, or by 16 pixels) shows.
+cv::Mat noise_image(int w, int h, int seed) {
+  cv::Mat image(h, w, CV_8UC3);
+  cv::RNG rng(static_cast<uint64_t>(seed) + 1);
+  rng.fill(image, cv::RNG::UNIFORM, 0, 256);
+  cv::GaussianBlur(image, image, cv::Size(5, 5), 1.2);
+  return image;
+}
+
+// A folder of larger non-periodic JPEGs (plus the fixture's PNGs, which the workers decode, so Initialize is
+// called with changing counts) and a progressive JPEG, which the workers decode too.
 void write_gpu_folder(const fs::path& root) {
   testing::write_image_folder(root, {3, 8, 3, true});
-  for (int i = 0; i < 6; ++i)
-    cv::imwrite((root / "train/n0" / ("big" + std::to_string(i) + ".JPEG")).string(),
-                testing::class_image(0, 300 + 17 * i, 220 + 9 * i, i));
+  for (int i = 0; i < 9; ++i)
+    cv::imwrite((root / "train" / ("n" + std::to_string(i % 3)) / ("big" + std::to_string(i) + ".JPEG")).string(),
+                noise_image(300 + 17 * i, 220 + 9 * i, i));
   cv::imwrite((root / "train/n2/progressive.JPEG").string(), testing::class_image(2, 120, 90, 3),
               {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
 }
 
-// All batches of a training loader (epochs 0 and 1 from `start` on), on the CPU.
-std::vector<torch::Tensor> train_images(const std::shared_ptr<const ImageSource>& source, const DataConfig& data,
-                                        BatchDecoder* decoder, size_t start = 0,
-                                        std::shared_ptr<BadSamples> bad = nullptr) {
-  TrainLoaderOptions o;
-  o.seed = 11;
-  o.epochs = 2;
-  o.start_batch = start;
-  o.pin_memory = decoder != nullptr;
-  o.defer_decode = decoder != nullptr;
-  o.bad = std::move(bad);
-  auto loader = make_train_loader(source, data, o);
+// Every batch of a training (or eval) loader over `source`, epochs 0 and 1 from batch `start` on; `decoder` null:
+// the CPU path. With `keep_on_gpu` the batches stay on the device and are copied to the CPU only at the end, so
+// nothing synchronises the host between batches; otherwise each is copied as it comes.
+std::vector<torch::Tensor> images_of(const std::shared_ptr<const ImageSource>& source, const DataConfig& data,
+                                     const std::shared_ptr<BatchDecoder>& decoder, bool train = true,
+                                     size_t start = 0, std::shared_ptr<BadSamples> bad = nullptr,
+                                     bool keep_on_gpu = false) {
+  std::unique_ptr<Loader> loader;
+  if (train) {
+    TrainLoaderOptions o;
+    o.seed = 11;
+    o.epochs = 2;
+    o.start_batch = start;
+    o.pin_memory = decoder != nullptr;
+    o.intake = decoder;
+    o.bad = bad;
+    loader = make_train_loader(source, data, o);
+  } else {
+    loader = make_eval_loader(source, static_cast<size_t>(data.batch_size), 2, 2, decoder != nullptr, bad, decoder);
+  }
   std::vector<torch::Tensor> out;
-  for_each_device_batch(*loader, decoder ? kGpu : torch::Device(torch::kCPU), decoder,
+  const StageDecode stage{decoder.get(), {bad, train ? BadSlot::replace : BadSlot::drop}};
+  for_each_device_batch(*loader, decoder ? kGpu : torch::Device(torch::kCPU), stage,
                         std::numeric_limits<size_t>::max(), [&](ImageBatch& b) {
-                          out.push_back(b.images.to(torch::kCPU));
+                          out.push_back(keep_on_gpu ? b.images : b.images.to(torch::kCPU));
                           return true;
                         });
+  for (auto& t : out) t = t.to(torch::kCPU);
   return out;
 }
 
@@ -71,36 +94,65 @@ struct GpuFolder {
   testing::TempDir dir;
   DataConfig data;
   std::shared_ptr<const FolderSource> source;
-  std::unique_ptr<BatchDecoder> decoder;
-  GpuFolder() : data(gpu_folder_config(dir.path())) {
+  std::shared_ptr<BatchDecoder> decoder;
+  explicit GpuFolder(NvjpegBackend backend = NvjpegBackend::automatic) : data(gpu_folder_config(dir.path())) {
     write_gpu_folder(dir.path());
     source = open_image_folder(data, true, 3, 3);
-    decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
+    decoder = make_batch_decoder(DecodeDevice::cuda, kGpu, nullptr, backend);
   }
 };
 
-// nvJPEG's IDCT and upsampling and the antialiased resize on the GPU differ from libjpeg + Pillow-exact
-// resampling: close, not equal. The figures are printed for the README.
-TEST(CudaDecode, NvjpegBatchesAreCloseToTheCpuPath) {
-  REQUIRE_NVJPEG();
-  const GpuFolder f;
-  const DataConfig& data = f.data;
-  const auto& source = f.source;
-  BatchDecoder* decoder = f.decoder.get();
-  std::printf("decoder: %s\n", decoder->describe().c_str());
-  const auto gpu = train_images(source, data, decoder), cpu = train_images(source, data, nullptr);
-  ASSERT_EQ(gpu.size(), cpu.size());
+// Mean and largest |difference| of two lists of uint8 batches.
+std::pair<double, double> difference(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   double sum = 0, worst = 0;
   int64_t count = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    const auto d = (gpu[i].to(torch::kInt) - cpu[i].to(torch::kInt)).abs().to(torch::kDouble);
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto d = (a[i].to(torch::kInt) - b[i].to(torch::kInt)).abs().to(torch::kDouble);
     sum += d.sum().item<double>();
     count += d.numel();
     worst = std::max(worst, d.max().item<double>());
   }
-  std::printf("nvJPEG batch vs CPU path: mean |diff| %.3f, max %.0f (of 255), %lld values\n", sum / count, worst,
-              static_cast<long long>(count));
-  EXPECT_LT(sum / count, 3.0);
+  return {sum / static_cast<double>(std::max<int64_t>(1, count)), worst};
+}
+
+// nvJPEG's IDCT and upsampling and the antialiased resize on the GPU differ from libjpeg + Pillow-exact
+// resampling: close, not equal. The figures are printed for the README. Both backends: the one this GPU picks,
+// and the hybrid decoder forced.
+TEST(CudaDecode, NvjpegBatchesAreCloseToTheCpuPath) {
+  REQUIRE_NVJPEG();
+  for (const NvjpegBackend backend : {NvjpegBackend::automatic, NvjpegBackend::hybrid}) {
+    const GpuFolder f(backend);
+    std::printf("decoder: %s\n", f.decoder->describe().c_str());
+    for (const bool train : {true, false}) {
+      const auto source = train ? f.source : open_image_folder(f.data, false, 3, 3);
+      const auto gpu = images_of(source, f.data, f.decoder, train), cpu = images_of(source, f.data, nullptr, train);
+      ASSERT_EQ(gpu.size(), cpu.size());
+      const auto [mean, worst] = difference(gpu, cpu);
+      std::printf("%s, %s: nvJPEG batches vs CPU path: mean |diff| %.3f, max %.0f (of 255)\n",
+                  f.decoder->describe().c_str(), train ? "train" : "eval", mean, worst);
+      EXPECT_LT(mean, 3.0) << f.decoder->describe() << (train ? " train" : " eval");
+    }
+    const DecodeCounts n = f.decoder->take_counts();
+    EXPECT_GT(n.gpu, 0);
+    EXPECT_EQ(n.failed_calls, 0);
+  }
+}
+
+// Batches decoded back to back, kept on the GPU and compared only at the end, against the same batches copied to
+// the CPU one at a time: equal bit for bit. A batched call that overwrote memory the previous batch's renders
+// still read (the hardware engine writes when called, not in stream order) would show here, in training batches
+// (crop regions) and evaluation batches (whole images), with PNGs among them (the batched count changes).
+TEST(CudaDecode, BatchesDecodedBackToBackEqualBatchesTakenOneByOne) {
+  REQUIRE_NVJPEG();
+  const GpuFolder f;
+  for (const bool train : {true, false}) {
+    const auto source = train ? f.source : open_image_folder(f.data, false, 3, 3);
+    const auto kept = images_of(source, f.data, f.decoder, train, 0, nullptr, /*keep_on_gpu=*/true);
+    const auto one_by_one = images_of(source, f.data, f.decoder, train);
+    ASSERT_EQ(kept.size(), one_by_one.size());
+    for (size_t i = 0; i < kept.size(); ++i)
+      EXPECT_TRUE(torch::equal(kept[i], one_by_one[i])) << (train ? "train" : "eval") << " batch " << i;
+  }
 }
 
 // The same plans give the same bytes: a second pass, and a loader started mid-epoch (a resume), repeat the
@@ -108,38 +160,102 @@ TEST(CudaDecode, NvjpegBatchesAreCloseToTheCpuPath) {
 TEST(CudaDecode, GpuDecodedBatchesRepeatExactly) {
   REQUIRE_NVJPEG();
   const GpuFolder f;
-  const DataConfig& data = f.data;
-  const auto& source = f.source;
-  BatchDecoder* decoder = f.decoder.get();
-  const auto a = train_images(source, data, decoder), b = train_images(source, data, decoder);
-  const auto resumed = train_images(source, data, decoder, /*start=*/2);
+  const auto a = images_of(f.source, f.data, f.decoder), b = images_of(f.source, f.data, f.decoder);
+  const auto resumed = images_of(f.source, f.data, f.decoder, true, /*start=*/2);
   ASSERT_EQ(a.size(), b.size());
   ASSERT_EQ(resumed.size() + 2, a.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
   for (size_t i = 0; i < resumed.size(); ++i) EXPECT_TRUE(torch::equal(resumed[i], a[i + 2])) << i;
 }
 
-// A JPEG whose Huffman table is damaged (headers intact, so the worker defers it): nvJPEG refuses the batch,
-// the CPU path names the file, and the run goes on with the sample recorded as bad.
+// The offset of the first byte of entropy-coded data (after the SOS segment), or 0.
+size_t scan_start(const std::vector<uint8_t>& jpeg) {
+  for (size_t i = 2; i + 3 < jpeg.size(); ++i)
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xDA) return i + 2 + (static_cast<size_t>(jpeg[i + 2]) << 8 | jpeg[i + 3]);
+  return 0;
+}
+
+// A folder whose training split holds one damaged JPEG beside good ones; returns the source.
+std::shared_ptr<const FolderSource> folder_with(const fs::path& root, const DataConfig& data,
+                                                const std::vector<uint8_t>& damaged) {
+  write_gpu_folder(root);
+  testing::write_bytes(root / "train/n1/damaged.JPEG", damaged, false);
+  return open_image_folder(data, true, 3, 3);
+}
+
+// A JPEG whose Huffman table is damaged (headers intact, so the worker defers it): nvJPEG fails the batch, the
+// CPU path names the file, and the run goes on with the sample recorded as bad.
 TEST(CudaDecode, ADamagedFileInAGpuBatchIsRecordedNotACrash) {
   REQUIRE_NVJPEG();
   testing::TempDir dir;
-  write_gpu_folder(dir.path());
   std::vector<uint8_t> jpeg;
-  cv::imencode(".jpg", testing::class_image(1, 64, 48, 0), jpeg);
+  cv::imencode(".jpg", noise_image(64, 48, 7), jpeg);
   for (size_t i = 2; i + 4 < jpeg.size(); ++i)
     if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC4) {  // DHT: the 16 code counts after length and class
       for (size_t k = 0; k < 16; ++k) jpeg[i + 5 + k] = 0xFF;
       break;
     }
-  testing::write_bytes(dir / "train/n1/damaged.JPEG", jpeg, false);
-  DataConfig data = gpu_folder_config(dir.path());
-  const auto source = open_image_folder(data, true, 3, 3);
+  const DataConfig data = gpu_folder_config(dir.path());
+  const auto source = folder_with(dir.path(), data, jpeg);
   auto bad = std::make_shared<BadSamples>("train", source->size(), 1.0, nullptr);
-  auto decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
-  const auto batches = train_images(source, data, decoder.get(), 0, bad);
-  EXPECT_FALSE(batches.empty());
+  const std::shared_ptr<BatchDecoder> decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
+  EXPECT_FALSE(images_of(source, data, decoder, true, 0, bad).empty());
   EXPECT_EQ(bad->distinct(), 1u);
+  EXPECT_GT(decoder->take_counts().failed, 0);
+}
+
+// Damaged scan data (headers and tables intact, garbage where the entropy-coded data starts): libjpeg decodes
+// what it can with a warning; nvJPEG, strict about the bitstream, must fail the batch, which the CPU path then
+// decodes, so the slot never shows pixels left over from another image.
+TEST(CudaDecode, DamagedScanDataIsNotDecodedSilently) {
+  REQUIRE_NVJPEG();
+  testing::TempDir dir;
+  std::vector<uint8_t> jpeg;
+  cv::imencode(".jpg", noise_image(96, 80, 9), jpeg);
+  const size_t at = scan_start(jpeg);
+  ASSERT_GT(at, 0u);
+  for (size_t k = at + 8; k < at + 200 && k + 2 < jpeg.size(); ++k) jpeg[k] = static_cast<uint8_t>((k * 37) % 255);
+  const DataConfig data = gpu_folder_config(dir.path());
+  const auto source = folder_with(dir.path(), data, jpeg);
+  auto bad = std::make_shared<BadSamples>("train", source->size(), 1.0, nullptr);
+  const std::shared_ptr<BatchDecoder> decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
+  const auto gpu = images_of(source, data, decoder, true, 0, bad);
+  const auto cpu = images_of(source, data, nullptr, true, 0, bad);
+  const DecodeCounts n = decoder->take_counts();
+  std::printf("damaged scan data: %lld failed nvJPEG calls, %lld decoded by the CPU, %lld unreadable\n",
+              static_cast<long long>(n.failed_calls), static_cast<long long>(n.cpu), static_cast<long long>(n.failed));
+  EXPECT_GT(n.failed_calls, 0) << "nvJPEG decoded damaged scan data without an error";
+  const auto [mean, worst] = difference(gpu, cpu);
+  EXPECT_LT(mean, 3.0);
+}
+
+// An image whose float render would pass kMaxGpuRegionPixels (6,000 x 6,000, evaluated whole) is refused in the
+// worker and decoded there, at its reduced size: the same pixels as the CPU path, counted as refused.
+TEST(CudaDecode, AnImageTooLargeForTheGpuIsDecodedByTheWorker) {
+  REQUIRE_NVJPEG();
+  testing::TempDir dir;
+  write_gpu_folder(dir.path());
+  cv::Mat large(6000, 6000, CV_8UC3);
+  for (int r = 0; r < large.rows; ++r)
+    large.row(r).setTo(cv::Scalar(r % 256, (r / 7) % 256, 90));
+  ASSERT_TRUE(cv::imwrite((dir / "val/large.JPEG").string(), large));
+  {
+    std::ofstream labels(dir / "val_label.txt", std::ios::app);
+    labels << "large.JPEG 1\n";
+  }
+  const DataConfig data = gpu_folder_config(dir.path());
+  const auto source = open_image_folder(data, false, 3, 3);
+  const std::shared_ptr<BatchDecoder> decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
+  const auto gpu = images_of(source, data, decoder, false), cpu = images_of(source, data, nullptr, false);
+  EXPECT_GE(decoder->take_counts().refused, 1);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  size_t large_at = source->size();
+  for (size_t i = 0; i < source->size(); ++i)
+    if (source->file(i).filename() == "large.JPEG") large_at = i;
+  ASSERT_LT(large_at, source->size());
+  const auto batch = large_at / static_cast<size_t>(data.batch_size);
+  const auto slot = static_cast<int64_t>(large_at % static_cast<size_t>(data.batch_size));
+  EXPECT_TRUE(torch::equal(gpu[batch][slot], cpu[batch][slot]));
 }
 
 }  // namespace

@@ -18,6 +18,11 @@
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/util/error.hpp"
 
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
 namespace trainer {
 namespace {
 
@@ -118,18 +123,56 @@ DataConfig decode_folder_config(const fs::path& root) {
   return d;
 }
 
-// Every batch of a loader, with deferred slots finished by `decoder` (null: the plain CPU path).
-std::vector<ImageBatch> all_batches(Loader& loader, BatchDecoder* decoder, size_t* deferred = nullptr) {
+// Every batch of a loader, with deferred slots finished by `decoder` in the decode stage (null: the plain CPU
+// path).
+std::vector<ImageBatch> all_batches(Loader& loader, BatchDecoder* decoder) {
   std::vector<ImageBatch> out;
-  for_each_batch(loader, [&](ImageBatch& b) {
-    if (deferred)
-      for (const auto& e : b.encoded) *deferred += e.deferred();
-    if (!b.encoded.empty()) DeviceStager(torch::kCPU, decoder).stage(b);
+  for_each_device_batch(loader, torch::kCPU, StageDecode{decoder, {}}, [&](ImageBatch& b) {
     out.push_back(b);
     return true;
   });
   return out;
 }
+
+// The CPU decoder, watched: which threads ask takes() and call decode(), and how many slots were left encoded.
+// `refuse` (may be empty) turns files away in the workers; decode() throws DataError on call `fail_at` (1-based).
+class SpyDecoder final : public BatchDecoder {
+ public:
+  explicit SpyDecoder(std::function<bool(const EncodedImage&)> refuse = nullptr, int fail_at = 0)
+      : refuse_(std::move(refuse)), fail_at_(fail_at) {}
+  bool takes(EncodedImage& e) const override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    takes_threads_.insert(std::this_thread::get_id());
+    if (refuse_ && refuse_(e)) {
+      ++refused_;
+      return false;
+    }
+    return true;
+  }
+  void decode(ImageBatch& batch, const BadSlots& bad) override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      decode_threads_.insert(std::this_thread::get_id());
+      for (const auto& e : batch.encoded) deferred_ += e.deferred();
+      if (++calls_ == fail_at_) throw DataError("the decoder failed on call " + std::to_string(calls_));
+    }
+    inner_->decode(batch, bad);
+    cpu_ += inner_->take_counts().cpu;
+  }
+  std::string describe() const override { return "spy"; }
+  std::set<std::thread::id> decode_threads() const { return decode_threads_; }
+  std::set<std::thread::id> takes_threads() const { return takes_threads_; }
+  size_t deferred() const { return deferred_; }
+
+ private:
+  std::unique_ptr<BatchDecoder> inner_ = make_batch_decoder(DecodeDevice::cpu, torch::kCPU);
+  std::function<bool(const EncodedImage&)> refuse_;
+  int fail_at_ = 0;
+  mutable std::mutex mutex_;
+  mutable std::set<std::thread::id> decode_threads_, takes_threads_;
+  size_t deferred_ = 0;
+  int calls_ = 0;
+};
 
 // The workers read and plan each JPEG but leave it encoded; the CPU decoder then renders exactly the pixels the
 // plain CPU path does (same crops, flips, replacements), with PNG and progressive files decoded by the workers
@@ -139,9 +182,10 @@ TEST(BatchDecoder, DeferredBatchesEqualTheCpuPathBitForBit) {
   testing::write_image_folder(dir.path(), {3, 6, 3, true});
   cv::imwrite((dir / "train/n1/progressive.JPEG").string(), testing::class_image(1, 52, 44, 9),
               {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
-  const DataConfig data = decode_folder_config(dir.path());
-  const auto decoder = make_batch_decoder(DecodeDevice::cpu, torch::kCPU);
+  DataConfig data = decode_folder_config(dir.path());
+  data.workers = 2;
   for (const bool train : {true, false}) {
+    const auto decoder = std::make_shared<SpyDecoder>();
     const auto source = open_image_folder(data, train, 3, 3);
     std::unique_ptr<Loader> plain, deferred;
     if (train) {
@@ -149,15 +193,22 @@ TEST(BatchDecoder, DeferredBatchesEqualTheCpuPathBitForBit) {
       o.seed = 3;
       o.epochs = 2;
       plain = make_train_loader(source, data, o);
-      o.defer_decode = true;
+      o.intake = decoder;
       deferred = make_train_loader(source, data, o);
     } else {
       plain = make_eval_loader(source, 4, 2, 2, false, nullptr);
-      deferred = make_eval_loader(source, 4, 2, 2, false, nullptr, /*defer_decode=*/true);
+      deferred = make_eval_loader(source, 4, 2, 2, false, nullptr, decoder);
     }
-    size_t left_encoded = 0;
-    const auto a = all_batches(*plain, nullptr), b = all_batches(*deferred, decoder.get(), &left_encoded);
+    const auto a = all_batches(*plain, nullptr), b = all_batches(*deferred, decoder.get());
+    const size_t left_encoded = decoder->deferred();
     ASSERT_EQ(a.size(), b.size());
+    // The decode stage's thread decoded every batch; the support checks ran in the loader's workers; neither
+    // on this (the training) thread.
+    EXPECT_EQ(decoder->decode_threads().size(), 1u);
+    EXPECT_EQ(decoder->decode_threads().count(std::this_thread::get_id()), 0u);
+    EXPECT_FALSE(decoder->takes_threads().empty());
+    EXPECT_EQ(decoder->takes_threads().count(std::this_thread::get_id()), 0u);
+    EXPECT_EQ(decoder->take_counts().cpu, static_cast<int64_t>(left_encoded));
     // JPEGs were left for the decoder; PNGs (half the training images) and the progressive file were not.
     EXPECT_GT(left_encoded, 0u) << train;
     if (train) {
@@ -215,11 +266,11 @@ TEST(BatchDecoder, UndecodableSlotsAreRecordedThenReplacedOrDropped) {
                      {}};
     batch.encoded.resize(3);
     batch.encoded[1].index = 17;
-    batch.bad = std::make_shared<BadSamples>("train", 100, 1.0, nullptr);
-    batch.drop_bad = drop;
+    const BadSlots bad{std::make_shared<BadSamples>("train", 100, 1.0, nullptr),
+                       drop ? BadSlot::drop : BadSlot::replace};
     const auto before = batch.images.clone();
-    settle_failed_slots(batch, {{1, "b.JPEG: bad Huffman table"}});
-    EXPECT_EQ(batch.bad->distinct(), 1u);
+    settle_failed_slots(batch, {{1, "b.JPEG: bad Huffman table"}}, bad);
+    EXPECT_EQ(bad.record->distinct(), 1u);
     if (drop) {
       EXPECT_EQ(batch.images[1].sum().item<int64_t>(), 0);
       EXPECT_EQ(batch.labels[1].item<int64_t>(), kDroppedLabel);
@@ -231,11 +282,77 @@ TEST(BatchDecoder, UndecodableSlotsAreRecordedThenReplacedOrDropped) {
   }
   ImageBatch one{torch::zeros({1, 2, 2, 3}, torch::kUInt8), torch::tensor({4}, torch::kInt64), {}};
   one.encoded.resize(1);
-  one.bad = std::make_shared<BadSamples>("train", 100, 1.0, nullptr);
-  EXPECT_EQ(testing::error_of<DataError>([&] {
-              settle_failed_slots(one, {{0, "a.JPEG: bad"}});
-            }),
+  const BadSlots bad{std::make_shared<BadSamples>("train", 100, 1.0, nullptr), BadSlot::replace};
+  EXPECT_EQ(testing::error_of<DataError>([&] { settle_failed_slots(one, {{0, "a.JPEG: bad"}}, bad); }),
             "data: no image of a batch of 1 could be decoded; the last: a.JPEG: bad");
+  // Without a bad-sample record the file's error ends the loop.
+  EXPECT_EQ(testing::error_of<DataError>([&] { settle_failed_slots(one, {{0, "a.JPEG: bad"}}, BadSlots{}); }),
+            "data: a.JPEG: bad");
+}
+
+// A file the decoder refuses in the worker (nvJPEG's support check says no, or the region is too large) is
+// decoded there, exactly as the CPU path: the batches equal the plain ones, only the others reach the stage, and
+// the refusals are counted.
+TEST(BatchDecoder, FilesTheDecoderRefusesAreDecodedByTheWorkers) {
+  TempDir dir;
+  testing::write_image_folder(dir.path(), {3, 6, 3, true});
+  DataConfig data = decode_folder_config(dir.path());
+  data.workers = 2;
+  const auto source = open_image_folder(data, true, 3, 3);
+  auto all = std::make_shared<SpyDecoder>();
+  auto some = std::make_shared<SpyDecoder>([](const EncodedImage& e) { return e.index % 2 == 0; });
+  std::vector<ImageBatch> batches[3];
+  int k = 0;
+  for (const std::shared_ptr<SpyDecoder>& decoder : {std::shared_ptr<SpyDecoder>(), all, some}) {
+    TrainLoaderOptions o;
+    o.seed = 5;
+    o.intake = decoder;
+    const auto loader = make_train_loader(source, data, o);
+    batches[k++] = all_batches(*loader, decoder.get());
+  }
+  ASSERT_EQ(batches[0].size(), batches[2].size());
+  for (size_t i = 0; i < batches[0].size(); ++i)
+    EXPECT_TRUE(torch::equal(batches[0][i].images, batches[2][i].images)) << i;
+  const DecodeCounts counted = some->take_counts();
+  EXPECT_GT(counted.refused, 0);
+  EXPECT_EQ(static_cast<size_t>(counted.refused) + some->deferred(), all->deferred());
+  EXPECT_EQ(counted.cpu, static_cast<int64_t>(some->deferred()));
+  EXPECT_EQ(some->take_counts().total(), 0);  // taking the counts restarts them
+}
+
+// The stage stops when the consumer does (no hang, the batches made ahead dropped), and an error of the stage
+// reaches the consumer after the batches made before it.
+TEST(DecodeStage, StopsWithTheConsumerAndReportsItsErrorInOrder) {
+  TempDir dir;
+  testing::write_image_folder(dir.path(), {3, 6, 3, true});
+  DataConfig data = decode_folder_config(dir.path());
+  data.batch_size = 2;
+  const auto source = open_image_folder(data, true, 3, 3);
+  auto make = [&](std::shared_ptr<SpyDecoder> decoder) {
+    TrainLoaderOptions o;
+    o.seed = 5;
+    o.epochs = kEndless;
+    o.intake = std::move(decoder);
+    return make_train_loader(source, data, o);
+  };
+  auto decoder = std::make_shared<SpyDecoder>();
+  auto loader = make(decoder);
+  int taken = 0;
+  for_each_device_batch(*loader, torch::kCPU, StageDecode{decoder.get(), {}, /*ahead=*/2}, [&](ImageBatch&) {
+    return ++taken < 3;
+  });
+  EXPECT_EQ(taken, 3);
+  auto failing = std::make_shared<SpyDecoder>(nullptr, /*fail_at=*/4);
+  loader = make(failing);
+  taken = 0;
+  EXPECT_EQ(testing::error_of<DataError>([&] {
+              for_each_device_batch(*loader, torch::kCPU, StageDecode{failing.get(), {}}, [&](ImageBatch&) {
+                ++taken;
+                return true;
+              });
+            }),
+            "data: the decoder failed on call 4");
+  EXPECT_EQ(taken, 3);
 }
 
 }  // namespace

@@ -38,6 +38,11 @@ struct MetricsRow {
   double grad_norm = none;      // train rows with clipping: the largest total norm of the interval
   double loss_scale = none;     // train rows with float16: the loss scale at the end of the interval
   double skipped_steps = none;  // train rows with float16: optimizer steps skipped for inf/NaN gradients
+  // Epoch and eval rows of a run that decodes on the GPU (data.decode cuda): the loop's images by decoder.
+  double decoded_gpu = none;     // by nvJPEG
+  double decoded_cpu = none;     // by the CPU in the decode stage, after a batched call nvJPEG failed on
+  double decode_refused = none;  // refused by nvJPEG's support check, decoded by a loader worker
+  double decode_failed = none;   // by neither: bad samples
 };
 
 // The numeric columns, in file order, each with the member that holds it: the writer, the TensorBoard tags

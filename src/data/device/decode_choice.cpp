@@ -32,4 +32,10 @@ DecodeChoice choose_decode(const Config& c, const torch::Device& device, bool nv
   return {DecodeDevice::cuda, "cuda (" + key + ": nvJPEG on " + device.str() + ")"};
 }
 
+RunDecoder open_run_decoder(const Config& c, const torch::Device& device, std::shared_ptr<spdlog::logger> log) {
+  RunDecoder d{choose_decode(c, device, nvjpeg_built()), nullptr};
+  if (d.choice.gpu()) d.decoder = make_batch_decoder(DecodeDevice::cuda, device, std::move(log));
+  return d;
+}
+
 }  // namespace trainer

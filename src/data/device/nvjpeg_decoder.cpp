@@ -2,8 +2,10 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <nvjpeg.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -63,22 +65,33 @@ struct Job {
   Region region;
 };
 
+int64_t area(const Region& r) { return r.width * r.height; }
+
 class NvjpegDecoder final : public BatchDecoder {
  public:
-  explicit NvjpegDecoder(const torch::Device& device)
-      : device_(device.index() < 0 ? torch::Device(torch::kCUDA, 0) : device) {
+  NvjpegDecoder(const torch::Device& device, std::shared_ptr<spdlog::logger> log, NvjpegBackend backend)
+      : device_(device.index() < 0 ? torch::Device(torch::kCUDA, 0) : device), log_(std::move(log)) {
     const c10::cuda::CUDAGuard guard(device_);
+    // Damaged scan data is an error, not an image "decoded" from what the engine made of it.
+    unsigned int flags = 0;
+#ifdef NVJPEG_FLAGS_BITSTREAM_STRICT
+    flags |= NVJPEG_FLAGS_BITSTREAM_STRICT;
+#endif
     // The JPEG engines first (A100, H100, H200: nvJPEG decodes the batch there, a crop's region only); GPUs
     // without them (consumer cards) say so with ARCH_MISMATCH and get the hybrid GPU decoder.
-    hardware_ = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle_) == NVJPEG_STATUS_SUCCESS;
-    if (!hardware_) check(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, 0, &handle_), "nvjpegCreateEx");
+    if (backend == NvjpegBackend::automatic)
+      hardware_ =
+          nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &handle_) == NVJPEG_STATUS_SUCCESS;
+    if (!hardware_)
+      check(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &handle_), "nvjpegCreateEx");
     check(nvjpegJpegStateCreate(handle_, &state_), "nvjpegJpegStateCreate");
-    check(nvjpegJpegStreamCreate(handle_, &stream_), "nvjpegJpegStreamCreate");
   }
   ~NvjpegDecoder() override {
     for (auto p : params_) nvjpegDecodeParamsDestroy(p);
-    if (scratch_) nvjpegDecodeParamsDestroy(scratch_);
-    if (stream_) nvjpegJpegStreamDestroy(stream_);
+    for (const Checker& c : checkers_) {
+      nvjpegDecodeParamsDestroy(c.params);
+      nvjpegJpegStreamDestroy(c.stream);
+    }
     if (state_) nvjpegJpegStateDestroy(state_);
     if (handle_) nvjpegDestroy(handle_);
   }
@@ -90,48 +103,96 @@ class NvjpegDecoder final : public BatchDecoder {
            (hardware_ ? ", hardware backend (the GPU's JPEG engines, crop regions only)" : ", hybrid GPU backend");
   }
 
-  void decode(ImageBatch& batch) override {
+  // In a loader worker: the header parsed and the support check made with a stream of the worker's own (a
+  // checker from the pool), for the crop's region, else the whole image. Regions over kMaxGpuRegionPixels are
+  // refused. The hybrid backend decodes whole images and takes every file the workers defer.
+  bool takes(EncodedImage& e) const override {
+    const Region crop = region_of(e), whole = whole_image(e);
+    bool ok = false;
+    if (!hardware_) {
+      ok = area(whole) <= kMaxGpuRegionPixels;
+      e.crop_region = false;
+    } else {
+      Checker c = borrow_checker();
+      if (nvjpegJpegStreamParseHeader(handle_, e.bytes.data(), e.bytes.size(), c.stream) == NVJPEG_STATUS_SUCCESS) {
+        e.crop_region = true;
+        ok = area(crop) <= kMaxGpuRegionPixels && supported(c, crop, e);
+        if (!ok && !(crop == whole)) {
+          e.crop_region = false;
+          ok = area(whole) <= kMaxGpuRegionPixels && supported(c, whole, e);
+        }
+      }
+      return_checker(c);
+    }
+    if (!ok) ++refused_;
+    return ok;
+  }
+
+  void decode(ImageBatch& batch, const BadSlots& bad) override {
     const c10::cuda::CUDAGuard guard(device_);
     std::vector<Job> jobs;
-    std::vector<size_t> cpu;  // deferred slots nvJPEG does not take (or failed on)
     for (size_t b = 0; b < batch.encoded.size(); ++b) {
       const EncodedImage& e = batch.encoded[b];
-      if (!e.deferred()) continue;
-      Region r = hardware_ && regions_ ? region_of(e) : whole_image(e);
-      if (!accepts(e, r)) r = whole_image(e);
-      if (accepts(e, r)) jobs.push_back({b, r});
-      else cpu.push_back(b);
+      if (e.deferred()) jobs.push_back({b, hardware_ && regions_ && e.crop_region ? region_of(e) : whole_image(e)});
     }
     bool decoded = jobs.empty() || decode_on_gpu(batch, jobs);
-    if (!decoded && hardware_ && regions_) {
+    const bool had_regions = std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) {
+      return !(j.region == whole_image(batch.encoded[j.slot]));
+    });
+    if (!decoded && had_regions) {
       // The batch failed with regions: once more whole, and whole from now on if that works.
       for (Job& j : jobs) j.region = whole_image(batch.encoded[j.slot]);
       decoded = decode_on_gpu(batch, jobs);
       if (decoded) regions_ = false;
     }
-    if (!decoded)
+    std::vector<size_t> cpu;
+    if (decoded) {
+      gpu_ += static_cast<int64_t>(jobs.size());
+      // The bitstreams stay alive until the next batched call has waited for this one.
+      kept_.clear();
+      for (const Job& j : jobs) kept_.push_back(std::move(batch.encoded[j.slot].bytes));
+    } else {
+      // The CPU path, one image at a time: a damaged file fails there too and is named.
       for (const Job& j : jobs) cpu.push_back(j.slot);
-    // The CPU path, one image at a time: rare, as the workers already left progressive, CMYK and unusual
-    // samplings to the CPU; a damaged file fails there too and is named.
-    finish_on_cpu(batch, cpu);
+    }
+    const auto failed = static_cast<int64_t>(finish_on_cpu(batch, cpu, bad));
+    cpu_ += static_cast<int64_t>(cpu.size()) - failed;
+    failed_ += failed;
   }
 
  private:
-  // Whether the batched decoder takes this file with this region (the hardware backend checks each stream).
-  bool accepts(const EncodedImage& e, const Region& r) {
-    if (!hardware_) return true;
-    if (nvjpegJpegStreamParseHeader(handle_, e.bytes.data(), e.bytes.size(), stream_) != NVJPEG_STATUS_SUCCESS)
-      return false;
-    set_params(scratch_params(), r, e);
-    int not_supported = 1;  // nvJPEG's convention: 0 means supported
-    return nvjpegDecodeBatchedSupportedEx(handle_, stream_, scratch_params(), &not_supported) ==
-               NVJPEG_STATUS_SUCCESS &&
-           not_supported == 0;
+  // A jpeg stream and decode parameters for one worker's support checks (nvJPEG: a stream per thread).
+  struct Checker {
+    nvjpegJpegStream_t stream = nullptr;
+    nvjpegDecodeParams_t params = nullptr;
+  };
+
+  Checker borrow_checker() const {
+    {
+      const std::lock_guard<std::mutex> lock(checkers_mutex_);
+      if (!idle_checkers_.empty()) {
+        Checker c = idle_checkers_.back();
+        idle_checkers_.pop_back();
+        return c;
+      }
+    }
+    Checker c;
+    check(nvjpegJpegStreamCreate(handle_, &c.stream), "nvjpegJpegStreamCreate");
+    check(nvjpegDecodeParamsCreate(handle_, &c.params), "nvjpegDecodeParamsCreate");
+    const std::lock_guard<std::mutex> lock(checkers_mutex_);
+    checkers_.push_back(c);
+    return c;
+  }
+  void return_checker(const Checker& c) const {
+    const std::lock_guard<std::mutex> lock(checkers_mutex_);
+    idle_checkers_.push_back(c);
   }
 
-  nvjpegDecodeParams_t scratch_params() {
-    if (!scratch_) check(nvjpegDecodeParamsCreate(handle_, &scratch_), "nvjpegDecodeParamsCreate");
-    return scratch_;
+  bool supported(const Checker& c, const Region& r, const EncodedImage& e) const {
+    set_params(c.params, r, e);
+    int not_supported = 1;  // nvJPEG's convention: 0 means supported
+    return nvjpegDecodeBatchedSupportedEx(handle_, c.stream, c.params, &not_supported) == NVJPEG_STATUS_SUCCESS &&
+           not_supported == 0;
   }
 
   static void set_params(nvjpegDecodeParams_t p, const Region& r, const EncodedImage& e) {
@@ -142,13 +203,18 @@ class NvjpegDecoder final : public BatchDecoder {
           "nvjpegDecodeParamsSetROI");
   }
 
-  // One batched call; false when nvJPEG fails on the batch (a damaged file among them, or a region it refuses).
+  // One batched call, then the renders; false when nvJPEG fails on the batch (a damaged file among them, or a
+  // region it refuses), with nothing of it left running.
   bool decode_on_gpu(ImageBatch& batch, const std::vector<Job>& jobs) {
     const size_t n = jobs.size();
-    int64_t total = 0;
-    for (const Job& j : jobs) total += j.region.width * j.region.height * 3;
-    // From the caching allocator: the same sizes batch after batch reuse the same blocks, nothing grows.
-    auto pixels = torch::empty({total}, torch::TensorOptions().dtype(torch::kUInt8).device(device_));
+    int64_t total = 0, widest = 0, tallest = 0;
+    for (const Job& j : jobs) {
+      total += area(j.region) * 3;
+      widest = std::max(widest, j.region.width);
+      tallest = std::max(tallest, j.region.height);
+    }
+    // Zeroed: a pixel the decoder leaves unwritten is black, never another image's.
+    auto pixels = torch::zeros({total}, torch::TensorOptions().dtype(torch::kUInt8).device(device_));
     std::vector<const unsigned char*> data(n);
     std::vector<size_t> lengths(n);
     std::vector<nvjpegImage_t> out(n);
@@ -166,50 +232,90 @@ class NvjpegDecoder final : public BatchDecoder {
       out[i] = nvjpegImage_t{};
       out[i].channel[0] = pixels.data_ptr<uint8_t>() + offset;
       out[i].pitch[0] = static_cast<size_t>(r.width * 3);
-      offset += r.width * r.height * 3;
+      offset += area(r) * 3;
       if (hardware_) set_params(params_[i], r, e);
     }
     const cudaStream_t stream = at::cuda::getCurrentCUDAStream(device_.index()).stream();
+    // The host waits for everything queued on this stream: the last batch's nvJPEG work and the renders that read
+    // its output, and the zero fill above. nvJPEG requires a finished batch before it is initialised again, and
+    // the hardware engine writes its destination when called, not in stream order: without this wait it could
+    // overwrite memory (the caching allocator's block of the last batch's output) that queued kernels still read.
+    sync(stream);
+    kept_.clear();
     if (static_cast<int>(n) != initialized_for_) {
       check(nvjpegDecodeBatchedInitialize(handle_, state_, static_cast<int>(n), 1, NVJPEG_OUTPUT_RGBI),
             "nvjpegDecodeBatchedInitialize");
       initialized_for_ = static_cast<int>(n);
+      // The hardware backend's buffers for the batch at its largest, so that it does not grow them with
+      // synchronising cudaMalloc calls batch after batch (a hint: a no-op on other backends, and a failure only
+      // means they grow as before). 4:4:4 covers every chroma sampling.
+      if (hardware_ && (static_cast<int>(n) > allocated_.batch || widest > allocated_.width ||
+                        tallest > allocated_.height)) {
+        allocated_ = {std::max(allocated_.batch, static_cast<int>(n)),
+                      std::max(allocated_.width, widest), std::max(allocated_.height, tallest)};
+        (void)nvjpegDecodeBatchedPreAllocate(handle_, state_, allocated_.batch, static_cast<int>(allocated_.width),
+                                             static_cast<int>(allocated_.height), NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI);
+      }
     }
     const nvjpegStatus_t s =
         hardware_
             ? nvjpegDecodeBatchedEx(handle_, state_, data.data(), lengths.data(), out.data(), params_.data(), stream)
             : nvjpegDecodeBatched(handle_, state_, data.data(), lengths.data(), out.data(), stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
+      // The failed batch may still run on the engines: it ends before the state or the bitstreams are used again.
+      sync(stream);
       initialized_for_ = -1;  // a failed batch resets the state before the next one
+      ++failed_calls_;
+      if (log_ && !failure_logged_) {
+        failure_logged_ = true;
+        log_->warn("decode: nvJPEG failed on a batch of {} images ({}); such batches are decoded by the CPU, "
+                   "counted as decode_failed_calls per epoch (a damaged file among them is named as it fails)",
+                   n, status_name(s));
+      }
       return false;
     }
     offset = 0;
     for (const Job& j : jobs) {
       const Region& r = j.region;
-      const auto region = pixels.narrow(0, offset, r.width * r.height * 3).view({r.height, r.width, 3});
-      offset += r.width * r.height * 3;
+      const auto region = pixels.narrow(0, offset, area(r) * 3).view({r.height, r.width, 3});
+      offset += area(r) * 3;
       render_decoded(region, r.top, r.left, batch.encoded[j.slot], batch.images[static_cast<int64_t>(j.slot)]);
     }
     return true;
   }
 
+  static void sync(cudaStream_t stream) {
+    const cudaError_t e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) throw TrainError(std::string("CUDA: decode stream: ") + cudaGetErrorString(e));
+  }
+
+  struct Allocated {
+    int batch = 0;
+    int64_t width = 0, height = 0;
+  };
+
   torch::Device device_;
+  std::shared_ptr<spdlog::logger> log_;
   bool hardware_ = false;
   nvjpegHandle_t handle_ = nullptr;
   nvjpegJpegState_t state_ = nullptr;
-  nvjpegJpegStream_t stream_ = nullptr;
   std::vector<nvjpegDecodeParams_t> params_;  // one per image of the largest batch so far
-  nvjpegDecodeParams_t scratch_ = nullptr;    // for the support checks
-  bool regions_ = true;                       // decode crop regions (until the hardware refuses a batch of them)
-  int initialized_for_ = -1;                  // the batch size nvjpegDecodeBatchedInitialize was last called with
+  mutable std::mutex checkers_mutex_;         // the workers' checkers: all made so far, and those not in use
+  mutable std::vector<Checker> checkers_, idle_checkers_;
+  std::vector<std::vector<uint8_t>> kept_;  // the last batch's bitstreams, until the next call has waited for it
+  bool regions_ = true;                     // decode crop regions (until the hardware refuses a batch of them)
+  int initialized_for_ = -1;                // the batch size nvjpegDecodeBatchedInitialize was last called with
+  Allocated allocated_;                     // what nvjpegDecodeBatchedPreAllocate was last asked for
+  bool failure_logged_ = false;
 };
 
 }  // namespace
 
 bool nvjpeg_built() { return true; }
 
-std::unique_ptr<BatchDecoder> make_nvjpeg_decoder(const torch::Device& device) {
-  return std::make_unique<NvjpegDecoder>(device);
+std::unique_ptr<BatchDecoder> make_nvjpeg_decoder(const torch::Device& device, std::shared_ptr<spdlog::logger> log,
+                                                  NvjpegBackend backend) {
+  return std::make_unique<NvjpegDecoder>(device, std::move(log), backend);
 }
 
 }  // namespace trainer

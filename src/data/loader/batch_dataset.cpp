@@ -17,7 +17,8 @@ constexpr int kReplacementAttempts = 16;
 
 BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context,
                            std::shared_ptr<BadSamples> bad, BadSlot bad_slot,
-                           std::shared_ptr<const SampleAugment> augment, bool defer_decode)
+                           std::shared_ptr<const SampleAugment> augment,
+                           std::shared_ptr<const DecodeIntake> intake)
     : source_(std::move(source)),
       shape_(source_->shape()),
       pin_memory_(pin_memory),
@@ -25,9 +26,9 @@ BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_m
       bad_(std::move(bad)),
       bad_slot_(bad_slot),
       augment_(std::move(augment)),
-      defer_decode_(defer_decode) {
+      intake_(std::move(intake)) {
   if (augment_ && !augment_->active()) augment_.reset();
-  if (defer_decode_ && augment_ && augment_->pixels())
+  if (intake_ && augment_ && augment_->pixels())
     throw std::logic_error("pixel augmentations need the CPU decode (choose_decode falls back to it)");
 }
 
@@ -35,14 +36,10 @@ ImageBatch BatchDataset::allocate(size_t n) const {
   const auto count = static_cast<int64_t>(n);
   auto options = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pin_memory_);
   ImageBatch batch{torch::empty({count, shape_.height, shape_.width, shape_.channels}, options),
-                   torch::empty({count}, torch::kInt64),
+                   torch::empty({count}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(pin_memory_)),
                    {}};
   if (augment_ && augment_->erases()) batch.erase = torch::zeros({count, kEraseColumns}, torch::kInt64);
-  if (defer_decode_) {
-    batch.encoded.resize(n);
-    batch.bad = bad_;
-    batch.drop_bad = bad_slot_ == BadSlot::drop;
-  }
+  if (intake_) batch.encoded.resize(n);
   return batch;
 }
 
@@ -61,9 +58,15 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
   bool dropped = false;
   for (int attempt = 1;; ++attempt) {
     try {
-      if (defer_decode_) {
-        batch.encoded[b] = EncodedImage{};  // a failed attempt leaves nothing behind
-        source_->read_or_defer(index, context, slot, batch.encoded[b]);
+      if (intake_) {
+        EncodedImage& e = batch.encoded[b];
+        e = EncodedImage{};  // a failed attempt leaves nothing behind
+        // A file the decoder refuses (its support check, in this worker) is decoded here, as the CPU path would.
+        if (source_->read_or_defer(index, context, slot, e) && !intake_->takes(e)) {
+          const EncodedImage refused = std::move(e);
+          e = EncodedImage{};
+          render_encoded(refused, slot);
+        }
       } else {
         source_->read_into(index, context, slot);
       }

@@ -61,7 +61,7 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
       order.rank = o.rank;
       order.world = o.world;
       auto dataset = std::make_shared<const BatchDataset>(source, o.pin_memory, ReadContext{o.seed, state->epoch},
-                                                          o.bad, BadSlot::replace, augment, o.defer_decode);
+                                                          o.bad, BadSlot::replace, augment, o.intake);
       state->plans = epoch_plans(std::move(dataset), std::make_shared<EpochSampler>(order), batch_size);
       // An epoch without a batch (fewer images than a batch, with drop_last) means none in any: stop here, also
       // for an endless loader.
@@ -75,14 +75,14 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
 
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size, size_t workers,
                                          size_t prefetch, bool pin_memory, std::shared_ptr<BadSamples> bad,
-                                         bool defer_decode) {
+                                         std::shared_ptr<const DecodeIntake> intake) {
   SamplerOptions order;
   order.size = source->size();
   order.batch_size = batch_size;
   order.shuffle = false;
   // Unreadable images are dropped, not replaced: a duplicate of another image would bias the figures.
   return make_loader(
-      BatchDataset(std::move(source), pin_memory, {}, std::move(bad), BadSlot::drop, nullptr, defer_decode),
+      BatchDataset(std::move(source), pin_memory, {}, std::move(bad), BadSlot::drop, nullptr, std::move(intake)),
       EpochSampler(order), batch_size, workers, prefetch);
 }
 

@@ -4,15 +4,19 @@
 //   auto -> the GPU when this build has nvJPEG and the run is on CUDA, else the CPU.
 // The pixel policies (AutoAugment family, ColorJitter) work on Pillow-exact pixels on the CPU, so with one of
 // them the run decodes on the CPU, for cuda as well as auto, and the reason says so.
-//   const DecodeChoice d = choose_decode(config, device, nvjpeg_built());
-//   log.info("decode: {}", d.reason);
+// A run (training, eval, bench data) opens its one decoder here: the choice, and the decoder it calls for.
+//   const RunDecoder d = open_run_decoder(config, device, log);
+//   log.info("decode: {}", d.describe());
 #pragma once
 
+#include <spdlog/logger.h>
 #include <torch/types.h>
 
+#include <memory>
 #include <string>
 
 #include "trainer/config/config.hpp"
+#include "trainer/data/device/batch_decoder.hpp"
 
 namespace trainer {
 
@@ -24,5 +28,15 @@ struct DecodeChoice {
 
 // Throws ConfigError for data.decode cuda on a build without nvJPEG or a run that is not on CUDA.
 DecodeChoice choose_decode(const Config& c, const torch::Device& device, bool nvjpeg_available);
+
+struct RunDecoder {
+  DecodeChoice choice;
+  std::shared_ptr<BatchDecoder> decoder;  // null when the loader workers decode everything
+  // "cuda (data.decode auto: nvJPEG on cuda:0); nvJPEG on cuda:0, hardware backend ..."
+  std::string describe() const { return choice.reason + (decoder ? "; " + decoder->describe() : ""); }
+};
+
+// choose_decode() for this build, and the decoder it calls for; `log` hears of nvJPEG's failures.
+RunDecoder open_run_decoder(const Config& c, const torch::Device& device, std::shared_ptr<spdlog::logger> log);
 
 }  // namespace trainer

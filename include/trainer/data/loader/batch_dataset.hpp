@@ -5,8 +5,8 @@
 // slot is zeroed and labelled kDroppedLabel, so that metrics leave it out instead of counting a duplicate.
 // Without `bad` the error propagates. Training batches also go through `augment` (sample_augment.hpp).
 // Repeated augmentation: an index i + k * size() is copy k of sample i, read with its own augmentation draws.
-// With `defer_decode` (data.decode cuda) the JPEGs the GPU takes are read and planned but left encoded, for the
-// batch decoder. Runs build their loaders through loaders.hpp.
+// With an `intake` (data.decode cuda) the JPEGs the GPU decoder takes are read and planned but left encoded, for
+// the decode stage; the ones it refuses are decoded here. Runs build their loaders through loaders.hpp.
 //   BatchDataset ds(source, /*pin_memory=*/false, {seed, epoch}, bad);
 #pragma once
 
@@ -25,13 +25,11 @@ namespace trainer {
 
 struct ImageBatch {
   torch::Tensor images;  // uint8 [B, H, W, C]
-  torch::Tensor labels;  // int64 [B]
+  torch::Tensor labels;  // int64 [B] (pinned with the images)
   torch::Tensor erase;   // random erasing: int64 [B, kEraseColumns] on the CPU; undefined when off
   // Decode on the GPU: per slot, the sample left encoded for the batch decoder (batch_decoder.hpp), or an empty
-  // entry where the CPU decoded it (not a JPEG the GPU takes). Empty when the CPU decodes everything.
+  // entry where the worker decoded it (not a JPEG the GPU takes). Empty when the workers decode everything.
   std::vector<EncodedImage> encoded = {};
-  std::shared_ptr<BadSamples> bad = nullptr;  // where a deferred file that cannot be decoded is recorded
-  bool drop_bad = false;                      // ... and whether its slot is dropped (eval) or replaced (train)
 };
 
 // Label of a slot whose image could not be read under BadSlot::drop.
@@ -42,7 +40,8 @@ class BatchDataset {
  public:
   BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context = {},
                std::shared_ptr<BadSamples> bad = nullptr, BadSlot bad_slot = BadSlot::replace,
-               std::shared_ptr<const SampleAugment> augment = nullptr, bool defer_decode = false);
+               std::shared_ptr<const SampleAugment> augment = nullptr,
+               std::shared_ptr<const DecodeIntake> intake = nullptr);
   ImageBatch get_batch(const std::vector<size_t>& indices) const;
   // The two halves of get_batch, for a pipeline that fills one batch from several threads: the empty batch of
   // `n` samples, and sample `index` (an entry of the sampler's order) read into its slot `b`. fill() is
@@ -59,7 +58,7 @@ class BatchDataset {
   std::shared_ptr<BadSamples> bad_;
   BadSlot bad_slot_;
   std::shared_ptr<const SampleAugment> augment_;
-  bool defer_decode_;  // JPEGs the GPU decodes are left encoded in ImageBatch::encoded
+  std::shared_ptr<const DecodeIntake> intake_;  // JPEGs it takes are left encoded in ImageBatch::encoded
 };
 
 }  // namespace trainer

@@ -40,7 +40,8 @@ struct TrainLoaderOptions {
                                     // kEndless: until the caller stops taking batches (benchmarks)
   size_t start_batch = 0;           // > 0: the first epoch continues from this batch (a resumed epoch)
   bool pin_memory = false;          // CUDA: batches in page-locked memory, for copies that overlap compute
-  bool defer_decode = false;        // data.decode cuda: JPEGs left encoded for the batch decoder
+  // data.decode cuda: the run's decoder, whose JPEGs the workers leave encoded (null: they decode everything)
+  std::shared_ptr<const DecodeIntake> intake;
   std::shared_ptr<BadSamples> bad;  // unreadable images are recorded here and replaced (null: they throw)
   size_t rank = 0;                  // data-parallel: this rank reads its share of every global batch
   size_t world = 1;
@@ -54,7 +55,7 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
 // figures (kDroppedLabel), or throws without `bad`.
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size, size_t workers,
                                          size_t prefetch, bool pin_memory, std::shared_ptr<BadSamples> bad,
-                                         bool defer_decode = false);
+                                         std::shared_ptr<const DecodeIntake> intake = nullptr);
 
 // Calls `f(batch)` for each of the next `count` batches (all that are left by default) until it returns false.
 // Batches not taken stay in the loader for the next call.
