@@ -143,11 +143,11 @@ JSON
 }
 
 # An nvJPEG part on a GPU machine must not skip; on an H100/H200 (JPEG engines) it must use the hardware backend.
-# Prints "" when the GPU decode applies here, else the reason it does not ("skip: ..." in a dry run).
-gpu_decode_refusal() {
-  if [[ $cpu == 1 ]]; then echo "skip: no GPU (dry run)"
-  elif [[ $nvjpeg != 1 ]]; then echo "this build has no nvJPEG on a GPU machine"
-  fi
+# gpu_decode_applies: true when the GPU decode applies here; else records the part as skipped (a dry run) or
+# failed (a GPU machine whose build has no nvJPEG).
+gpu_decode_applies() {
+  if [[ $cpu == 1 ]]; then record skipped '"no GPU (dry run)"'; return 1; fi
+  if [[ $nvjpeg != 1 ]]; then record failed '"this build has no nvJPEG, on a GPU machine"'; return 1; fi
 }
 # decode_verdict LOG: failed with the reason when a GPU with JPEG engines decoded on the hybrid backend.
 decode_verdict() {
@@ -189,14 +189,7 @@ torch_step() {  # DTYPE
 # synthetic step), with the JPEGs decoded by the CPU workers or by nvJPEG (data.decode cuda) ----
 train_from_jpeg() {  # cpu|cuda LIMIT
   begin "train_from_jpeg_$1_decode" "$2"
-  if [[ $1 == cuda ]]; then
-    local refusal
-    refusal=$(gpu_decode_refusal)
-    if [[ -n $refusal ]]; then
-      [[ $refusal == skip:* ]] && record skipped "$(json_string "$refusal")" || record failed "$(json_string "$refusal")"
-      return
-    fi
-  fi
+  [[ $1 == cuda ]] && ! gpu_decode_applies && return
   run_config "$work/jpeg.json" jpeg "$arch" "$batch" 2 true "$amp"
   rm -rf "$work/runs/jpeg-$1"
   within "$trainer" --config "$work/jpeg.json" --set data.decode="$1" -o "$work/runs/jpeg-$1" \
@@ -280,10 +273,13 @@ cuda_tests() {
 # ---- part 2: resume with the GPU decode, NCCL with one rank, the CPU decode, the GPU decode's rate ----
 resume_gpu_decode() {
   begin resume_gpu_decode 75
-  local decode=cuda refusal
-  refusal=$(gpu_decode_refusal)
-  if [[ -n $refusal && $refusal != skip:* ]]; then record failed "$(json_string "$refusal")"; return; fi
-  [[ -n $refusal ]] && decode=cpu  # the dry run checks the same path with the CPU decode
+  local decode=cuda
+  if [[ $cpu == 1 ]]; then
+    decode=cpu  # the dry run checks the same path with the CPU decode
+  elif [[ $nvjpeg != 1 ]]; then
+    record failed '"this build has no nvJPEG, on a GPU machine"'
+    return
+  fi
   run_config "$work/resume.json" resume "$small_arch" "$small_batch" 2 false "$amp"
   local det=(--set run.deterministic=true --set train.checkpoint_every_steps=0 --set data.decode=$decode)
   rm -rf "$work/runs/straight" "$work/runs/split"
@@ -328,11 +324,7 @@ PY
 
 bench_data_gpu_decode() {
   begin bench_data_gpu_decode 40
-  local refusal
-  refusal=$(gpu_decode_refusal)
-  if [[ -n $refusal ]]; then
-    [[ $refusal == skip:* ]] && record skipped "$(json_string "$refusal")" || record failed "$(json_string "$refusal")"
-  else
+  if gpu_decode_applies; then
     run_config "$work/jpeg.json" jpeg "$arch" "$batch" 2 false "$amp"
     if within "$trainer" bench data --config "$work/jpeg.json" --set data.decode=cuda --set run.threads=1 \
          --warmup 16 --batches 64 --json >"$out/bench-data-gpu.json" 2>"$out/bench-data-gpu.err"; then

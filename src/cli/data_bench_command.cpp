@@ -136,8 +136,8 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   out["decode"] = enum_name(decode_devices(), decode.choice.where);
   if (decoder) {
     const DecodeCounts n = decoder->take_counts();
-    out["decoded_by"] = {{"gpu", n.gpu}, {"cpu", n.cpu}, {"refused", n.refused}, {"failed", n.failed},
-                         {"failed_calls", n.failed_calls}};
+    out["decoded_by"] = {
+        {"gpu", n.gpu}, {"cpu", n.cpu}, {"refused", n.refused}, {"failed", n.failed}, {"failed_calls", n.failed_calls}};
   }
   if (const CudaMemory m = cuda_peak_memory(target); m.known) out["cuda_peak_allocated_mib"] = m.peak_allocated_mib;
   out["mode"] = a.eval ? "eval_pipeline" : "pipeline";

@@ -32,8 +32,9 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
   auto ready = Clock::now();
   // The run's loader is already making this epoch's batches (and, as it drains, the next epoch's).
   const auto batches = static_cast<size_t>(r.plan.batches_per_epoch - run.start_batch);
+  const StageDecode decode{s.decode.decoder.get(), {s.train_bad, BadSlot::replace}};
   try {
-    for_each_device_batch(*r.loader, s.device, {s.decode.decoder.get(), {s.train_bad, BadSlot::replace}}, batches, [&](ImageBatch& batch) {
+    for_each_device_batch(*r.loader, s.device, decode, batches, [&](ImageBatch& batch) {
       const double waited = seconds_since(ready);
       const auto compute_start = Clock::now();
       if (micro == 0) {

@@ -69,9 +69,10 @@ std::string take_decode_counts(Session& s, MetricsRow& row) {
   row.decoded_cpu = static_cast<double>(n.cpu);
   row.decode_refused = static_cast<double>(n.refused);
   row.decode_failed = static_cast<double>(n.failed);
-  return fmt::format("; decoded: {} by nvJPEG, {} refused by it (decoded by the workers), {} by the CPU after {} "
-                     "failed nvJPEG call(s), {} unreadable",
-                     n.gpu, n.refused, n.cpu, n.failed_calls, n.failed);
+  return fmt::format(
+      "; decoded: {} by nvJPEG, {} refused by it (decoded by the workers), {} by the CPU after {} "
+      "failed nvJPEG call(s), {} unreadable",
+      n.gpu, n.refused, n.cpu, n.failed_calls, n.failed);
 }
 
 // Evaluates `model` on the eval split: a log line and an "eval" or "eval_ema" row. The weights' evaluation takes

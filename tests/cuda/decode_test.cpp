@@ -3,9 +3,9 @@
 // synchronisation between them, and repeatability (what exact resume needs). Skipped without a CUDA device or
 // without nvJPEG; on the GPU check's machine a skip here is a failure (scripts/gpu/check.sh).
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-#include <torch/torch.h>
 
 #include <cstdio>
 
@@ -62,9 +62,8 @@ void write_gpu_folder(const fs::path& root) {
 // the CPU path. With `keep_on_gpu` the batches stay on the device and are copied to the CPU only at the end, so
 // nothing synchronises the host between batches; otherwise each is copied as it comes.
 std::vector<torch::Tensor> images_of(const std::shared_ptr<const ImageSource>& source, const DataConfig& data,
-                                     const std::shared_ptr<BatchDecoder>& decoder, bool train = true,
-                                     size_t start = 0, std::shared_ptr<BadSamples> bad = nullptr,
-                                     bool keep_on_gpu = false) {
+                                     const std::shared_ptr<BatchDecoder>& decoder, bool train = true, size_t start = 0,
+                                     std::shared_ptr<BadSamples> bad = nullptr, bool keep_on_gpu = false) {
   std::unique_ptr<Loader> loader;
   if (train) {
     TrainLoaderOptions o;
@@ -80,8 +79,8 @@ std::vector<torch::Tensor> images_of(const std::shared_ptr<const ImageSource>& s
   }
   std::vector<torch::Tensor> out;
   const StageDecode stage{decoder.get(), {bad, train ? BadSlot::replace : BadSlot::drop}};
-  for_each_device_batch(*loader, decoder ? kGpu : torch::Device(torch::kCPU), stage,
-                        std::numeric_limits<size_t>::max(), [&](ImageBatch& b) {
+  for_each_device_batch(*loader, decoder ? kGpu : torch::Device(torch::kCPU), stage, std::numeric_limits<size_t>::max(),
+                        [&](ImageBatch& b) {
                           out.push_back(keep_on_gpu ? b.images : b.images.to(torch::kCPU));
                           return true;
                         });
@@ -236,8 +235,7 @@ TEST(CudaDecode, AnImageTooLargeForTheGpuIsDecodedByTheWorker) {
   testing::TempDir dir;
   write_gpu_folder(dir.path());
   cv::Mat large(6000, 6000, CV_8UC3);
-  for (int r = 0; r < large.rows; ++r)
-    large.row(r).setTo(cv::Scalar(r % 256, (r / 7) % 256, 90));
+  for (int r = 0; r < large.rows; ++r) large.row(r).setTo(cv::Scalar(r % 256, (r / 7) % 256, 90));
   ASSERT_TRUE(cv::imwrite((dir / "val/large.JPEG").string(), large));
   {
     std::ofstream labels(dir / "val_label.txt", std::ios::app);

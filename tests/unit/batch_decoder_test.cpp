@@ -283,11 +283,25 @@ TEST(BatchDecoder, UndecodableSlotsAreRecordedThenReplacedOrDropped) {
   ImageBatch one{torch::zeros({1, 2, 2, 3}, torch::kUInt8), torch::tensor({4}, torch::kInt64), {}};
   one.encoded.resize(1);
   const BadSlots bad{std::make_shared<BadSamples>("train", 100, 1.0, nullptr), BadSlot::replace};
-  EXPECT_EQ(testing::error_of<DataError>([&] { settle_failed_slots(one, {{0, "a.JPEG: bad"}}, bad); }),
+  EXPECT_EQ(testing::error_of<DataError>([&] {
+              settle_failed_slots(one, {{0, "a.JPEG: bad"}}, bad);
+            }),
             "data: no image of a batch of 1 could be decoded; the last: a.JPEG: bad");
   // Without a bad-sample record the file's error ends the loop.
-  EXPECT_EQ(testing::error_of<DataError>([&] { settle_failed_slots(one, {{0, "a.JPEG: bad"}}, BadSlots{}); }),
+  EXPECT_EQ(testing::error_of<DataError>([&] {
+              settle_failed_slots(one, {{0, "a.JPEG: bad"}}, BadSlots{});
+            }),
             "data: a.JPEG: bad");
+}
+
+// A training loader over `source` (seed 5) whose JPEGs `decoder` takes (null: the workers decode them all).
+std::unique_ptr<Loader> spied_loader(const std::shared_ptr<const ImageSource>& source, const DataConfig& data,
+                                     std::shared_ptr<SpyDecoder> decoder, int64_t epochs = 1) {
+  TrainLoaderOptions o;
+  o.seed = 5;
+  o.epochs = epochs;
+  o.intake = std::move(decoder);
+  return make_train_loader(source, data, o);
 }
 
 // A file the decoder refuses in the worker (nvJPEG's support check says no, or the region is too large) is
@@ -303,13 +317,8 @@ TEST(BatchDecoder, FilesTheDecoderRefusesAreDecodedByTheWorkers) {
   auto some = std::make_shared<SpyDecoder>([](const EncodedImage& e) { return e.index % 2 == 0; });
   std::vector<ImageBatch> batches[3];
   int k = 0;
-  for (const std::shared_ptr<SpyDecoder>& decoder : {std::shared_ptr<SpyDecoder>(), all, some}) {
-    TrainLoaderOptions o;
-    o.seed = 5;
-    o.intake = decoder;
-    const auto loader = make_train_loader(source, data, o);
-    batches[k++] = all_batches(*loader, decoder.get());
-  }
+  for (const std::shared_ptr<SpyDecoder>& decoder : {std::shared_ptr<SpyDecoder>(), all, some})
+    batches[k++] = all_batches(*spied_loader(source, data, decoder), decoder.get());
   ASSERT_EQ(batches[0].size(), batches[2].size());
   for (size_t i = 0; i < batches[0].size(); ++i)
     EXPECT_TRUE(torch::equal(batches[0][i].images, batches[2][i].images)) << i;
@@ -328,22 +337,14 @@ TEST(DecodeStage, StopsWithTheConsumerAndReportsItsErrorInOrder) {
   DataConfig data = decode_folder_config(dir.path());
   data.batch_size = 2;
   const auto source = open_image_folder(data, true, 3, 3);
-  auto make = [&](std::shared_ptr<SpyDecoder> decoder) {
-    TrainLoaderOptions o;
-    o.seed = 5;
-    o.epochs = kEndless;
-    o.intake = std::move(decoder);
-    return make_train_loader(source, data, o);
-  };
   auto decoder = std::make_shared<SpyDecoder>();
-  auto loader = make(decoder);
+  auto loader = spied_loader(source, data, decoder, kEndless);
   int taken = 0;
-  for_each_device_batch(*loader, torch::kCPU, StageDecode{decoder.get(), {}, /*ahead=*/2}, [&](ImageBatch&) {
-    return ++taken < 3;
-  });
+  for_each_device_batch(*loader, torch::kCPU, StageDecode{decoder.get(), {}, /*ahead=*/2},
+                        [&](ImageBatch&) { return ++taken < 3; });
   EXPECT_EQ(taken, 3);
   auto failing = std::make_shared<SpyDecoder>(nullptr, /*fail_at=*/4);
-  loader = make(failing);
+  loader = spied_loader(source, data, failing, kEndless);
   taken = 0;
   EXPECT_EQ(testing::error_of<DataError>([&] {
               for_each_device_batch(*loader, torch::kCPU, StageDecode{failing.get(), {}}, [&](ImageBatch&) {

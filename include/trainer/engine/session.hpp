@@ -49,8 +49,8 @@ struct Session {
   std::shared_ptr<const ImageSource> eval_data;
   std::shared_ptr<BadSamples> train_bad;  // unreadable images met so far, per split
   std::shared_ptr<BadSamples> eval_bad;
-  bool drop_last = false;                 // data.drop_last resolved for this model (data/last_batch.hpp)
-  RunDecoder decode;  // data.decode resolved for this device and augmentation, and the decoder of a GPU decode
+  bool drop_last = false;  // data.drop_last resolved for this model (data/last_batch.hpp)
+  RunDecoder decode;       // data.decode resolved for this device and augmentation, and the decoder of a GPU decode
   ClassifierPtr model;
   KernelLayout layout;  // model.channels_last resolved and self-checked for this device
   std::unique_ptr<torch::optim::Optimizer> optimizer;

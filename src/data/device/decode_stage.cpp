@@ -15,19 +15,15 @@
 
 namespace trainer {
 
-namespace {
-
-// A batch the stage finished, and (CUDA) the event after its copy and decode on the input stream.
-struct StagedBatch {
-  ImageBatch batch;
-#ifdef TRAINER_CUDA
-  std::optional<at::cuda::CUDAEvent> ready;
-#endif
-};
-
-}  // namespace
-
 struct DecodeStage::Impl {
+  // A batch the stage finished, and (CUDA) the event after its copy and decode on the input stream.
+  struct StagedBatch {
+    ImageBatch batch;
+#ifdef TRAINER_CUDA
+    std::optional<at::cuda::CUDAEvent> ready;
+#endif
+  };
+
   Loader& loader;
   size_t count;
   torch::Device device;
@@ -88,9 +84,8 @@ struct DecodeStage::Impl {
 };
 
 DecodeStage::DecodeStage(Loader& loader, size_t count, const torch::Device& device, const StageDecode& decode)
-    : impl_(std::make_unique<Impl>(loader, count,
-                                   device.is_cuda() && device.index() < 0 ? torch::Device(torch::kCUDA, 0) : device,
-                                   decode)) {
+    : impl_(std::make_unique<Impl>(
+          loader, count, device.is_cuda() && device.index() < 0 ? torch::Device(torch::kCUDA, 0) : device, decode)) {
   if (impl_->decode.ahead == 0) impl_->decode.ahead = 1;
   impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
 }
@@ -105,7 +100,7 @@ DecodeStage::~DecodeStage() {
 }
 
 std::optional<ImageBatch> DecodeStage::next() {
-  StagedBatch staged;
+  Impl::StagedBatch staged;
   {
     std::unique_lock<std::mutex> lock(impl_->mutex);
     impl_->changed.wait(lock, [&] { return !impl_->made.empty() || impl_->done; });

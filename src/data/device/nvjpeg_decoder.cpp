@@ -80,8 +80,7 @@ class NvjpegDecoder final : public BatchDecoder {
     // The JPEG engines first (A100, H100, H200: nvJPEG decodes the batch there, a crop's region only); GPUs
     // without them (consumer cards) say so with ARCH_MISMATCH and get the hybrid GPU decoder.
     if (backend == NvjpegBackend::automatic)
-      hardware_ =
-          nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &handle_) == NVJPEG_STATUS_SUCCESS;
+      hardware_ = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &handle_) == NVJPEG_STATUS_SUCCESS;
     if (!hardware_)
       check(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &handle_), "nvjpegCreateEx");
     check(nvjpegJpegStateCreate(handle_, &state_), "nvjpegJpegStateCreate");
@@ -136,9 +135,8 @@ class NvjpegDecoder final : public BatchDecoder {
       if (e.deferred()) jobs.push_back({b, hardware_ && regions_ && e.crop_region ? region_of(e) : whole_image(e)});
     }
     bool decoded = jobs.empty() || decode_on_gpu(batch, jobs);
-    const bool had_regions = std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) {
-      return !(j.region == whole_image(batch.encoded[j.slot]));
-    });
+    const bool had_regions = std::any_of(
+        jobs.begin(), jobs.end(), [&](const Job& j) { return !(j.region == whole_image(batch.encoded[j.slot])); });
     if (!decoded && had_regions) {
       // The batch failed with regions: once more whole, and whole from now on if that works.
       for (Job& j : jobs) j.region = whole_image(batch.encoded[j.slot]);
@@ -249,10 +247,10 @@ class NvjpegDecoder final : public BatchDecoder {
       // The hardware backend's buffers for the batch at its largest, so that it does not grow them with
       // synchronising cudaMalloc calls batch after batch (a hint: a no-op on other backends, and a failure only
       // means they grow as before). 4:4:4 covers every chroma sampling.
-      if (hardware_ && (static_cast<int>(n) > allocated_.batch || widest > allocated_.width ||
-                        tallest > allocated_.height)) {
-        allocated_ = {std::max(allocated_.batch, static_cast<int>(n)),
-                      std::max(allocated_.width, widest), std::max(allocated_.height, tallest)};
+      if (hardware_ &&
+          (static_cast<int>(n) > allocated_.batch || widest > allocated_.width || tallest > allocated_.height)) {
+        allocated_ = {std::max(allocated_.batch, static_cast<int>(n)), std::max(allocated_.width, widest),
+                      std::max(allocated_.height, tallest)};
         (void)nvjpegDecodeBatchedPreAllocate(handle_, state_, allocated_.batch, static_cast<int>(allocated_.width),
                                              static_cast<int>(allocated_.height), NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI);
       }
@@ -268,9 +266,10 @@ class NvjpegDecoder final : public BatchDecoder {
       ++failed_calls_;
       if (log_ && !failure_logged_) {
         failure_logged_ = true;
-        log_->warn("decode: nvJPEG failed on a batch of {} images ({}); such batches are decoded by the CPU, "
-                   "counted as decode_failed_calls per epoch (a damaged file among them is named as it fails)",
-                   n, status_name(s));
+        log_->warn(
+            "decode: nvJPEG failed on a batch of {} images ({}); such batches are decoded by the CPU, "
+            "counted as decode_failed_calls per epoch (a damaged file among them is named as it fails)",
+            n, status_name(s));
       }
       return false;
     }

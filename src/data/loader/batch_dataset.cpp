@@ -17,8 +17,7 @@ constexpr int kReplacementAttempts = 16;
 
 BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context,
                            std::shared_ptr<BadSamples> bad, BadSlot bad_slot,
-                           std::shared_ptr<const SampleAugment> augment,
-                           std::shared_ptr<const DecodeIntake> intake)
+                           std::shared_ptr<const SampleAugment> augment, std::shared_ptr<const DecodeIntake> intake)
     : source_(std::move(source)),
       shape_(source_->shape()),
       pin_memory_(pin_memory),

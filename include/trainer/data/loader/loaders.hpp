@@ -33,13 +33,13 @@ size_t train_batches_per_epoch(size_t images, const DataConfig& data, bool drop_
 inline constexpr int64_t kEndless = -1;
 
 struct TrainLoaderOptions {
-  bool drop_last = false;           // data.drop_last as last_batch_rule() resolved it
-  uint64_t seed = 0;                // run.seed: order and augmentation are functions of (seed, epoch, index)
-  int64_t epoch = 0;                // the first epoch
-  int64_t epochs = 1;               // epochs the loader runs through, one after the other, without a pause;
-                                    // kEndless: until the caller stops taking batches (benchmarks)
-  size_t start_batch = 0;           // > 0: the first epoch continues from this batch (a resumed epoch)
-  bool pin_memory = false;          // CUDA: batches in page-locked memory, for copies that overlap compute
+  bool drop_last = false;   // data.drop_last as last_batch_rule() resolved it
+  uint64_t seed = 0;        // run.seed: order and augmentation are functions of (seed, epoch, index)
+  int64_t epoch = 0;        // the first epoch
+  int64_t epochs = 1;       // epochs the loader runs through, one after the other, without a pause;
+                            // kEndless: until the caller stops taking batches (benchmarks)
+  size_t start_batch = 0;   // > 0: the first epoch continues from this batch (a resumed epoch)
+  bool pin_memory = false;  // CUDA: batches in page-locked memory, for copies that overlap compute
   // data.decode cuda: the run's decoder, whose JPEGs the workers leave encoded (null: they decode everything)
   std::shared_ptr<const DecodeIntake> intake;
   std::shared_ptr<BadSamples> bad;  // unreadable images are recorded here and replaced (null: they throw)
