@@ -139,6 +139,9 @@ int finish(const Session& s, const FitResult& r) {
                       resume);
     return r.stopped_by->exit_code();
   }
+  if (r.stopped_early)
+    s.logs.main->info("stopped early after epoch {} of {} (train.early_stopping); best.pt holds the best weights",
+                      r.state.epoch, s.config.train.epochs);
   if (r.last_eval)
     s.logs.main->info("finished {} epoch(s): eval top1 {:.4f} top5 {:.4f} loss {:.4f}{}; best {} {:.4f}; run folder {}",
                       r.state.epoch, r.last_eval->top1(), r.last_eval->top5(), r.last_eval->loss(),

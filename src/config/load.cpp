@@ -109,6 +109,8 @@ void validate(const Config& c) {
                         nlohmann::json(c.schedule.milestones).dump());
   if (c.train.best_metric == BestMetric::ema_top1 && !c.train.ema.enabled)
     throw ConfigError("train.best_metric: \"ema_top1\" needs train.ema.enabled");
+  if (c.train.early_stopping.metric == WatchedMetric::ema_top1 && !c.train.ema.enabled)
+    throw ConfigError("train.early_stopping.metric: \"ema_top1\" needs train.ema.enabled");
   const auto& betas = c.optim.betas;
   if (betas.size() != 2 || !(betas[0] >= 0 && betas[0] < 1) || !(betas[1] >= 0 && betas[1] < 1))
     throw ConfigError("optim.betas: expected [beta1, beta2] in [0, 1), got " + nlohmann::json(betas).dump());

@@ -112,17 +112,33 @@ void run_epochs(FitRun& r, FitResult& result) {
     }
     // ---- curves.png from the metrics so far; a drawing problem never stops the run ----
     draw_curves(r);
-    // ---- every checkpoint_every epochs, after the last and on a new best: last.pt, best.pt, epoch-E.pt ----
-    save_epoch_checkpoint(r, improved);
+    // ---- train.early_stopping: its patience ran out, the run ends after this epoch's checkpoint ----
+    const bool stopping = early_stop_due(s);
+    // ---- every checkpoint_every epochs, after the last, on a new best and when stopping: last.pt, best.pt,
+    // epoch-E.pt ----
+    save_epoch_checkpoint(r, improved, stopping);
+    if (stopping) {
+      r.log.info("{}", early_stop_reason(s));
+      result.stopped_early = true;
+      break;
+    }
   }
 }
 
 }  // namespace
 
 FitResult fit(Session& s, FitLimits limits) {
+  FitResult result;
+  if (s.state.epoch < s.config.train.epochs && s.state.batch_in_epoch == 0 && early_stop_due(s)) {
+    // Resuming a run that early stopping ended: nothing is left to train.
+    s.logs.main->info("the run had stopped early (train.early_stopping) after epoch {}: nothing left to train",
+                      s.state.epoch);
+    result.state = s.state;
+    result.stopped_early = true;
+    return result;
+  }
   FitRun r(s, limits);
   log_start(r);
-  FitResult result;
   try {
     run_epochs(r, result);
   } catch (const WriteError& e) {

@@ -37,9 +37,10 @@ TrainError non_finite(const FitRun& r, const std::string& what, double value, co
 }
 
 // Larger is better for every metric but the loss.
-bool better(BestMetric metric, double value, const std::optional<double>& best) {
+// Whether `value` improves on `best` by more than `min_delta` (lower is better for the loss).
+bool better(BestMetric metric, double value, const std::optional<double>& best, double min_delta = 0.0) {
   if (!best) return true;
-  return metric == BestMetric::loss ? value < *best : value > *best;
+  return metric == BestMetric::loss ? value < *best - min_delta : value > *best + min_delta;
 }
 
 double metric_value(BestMetric metric, const EvalResult& raw, const std::optional<EvalResult>& ema) {
@@ -272,6 +273,16 @@ bool evaluate_and_track_best(FitRun& r, FitResult& result) {
   result.last_eval = evaluate_weights(r, *s.model, /*ema=*/false);
   if (s.ema) result.last_ema_eval = evaluate_weights(r, s.ema->model(), /*ema=*/true);
   s.model->train();
+  if (t.early_stopping.enabled()) {
+    // Early stopping's count, kept in the state (and so in every checkpoint) for an exact resume.
+    const double watched = metric_value(t.watched_metric(), *result.last_eval, result.last_ema_eval);
+    if (better(t.watched_metric(), watched, s.state.watched_best, t.early_stopping.min_delta)) {
+      s.state.watched_best = watched;
+      s.state.evals_without_improvement = 0;
+    } else {
+      ++s.state.evals_without_improvement;
+    }
+  }
   const double value = metric_value(t.best_metric, *result.last_eval, result.last_ema_eval);
   if (!better(t.best_metric, value, s.state.best)) return false;
   s.state.best = value;
@@ -288,12 +299,27 @@ void draw_curves(FitRun& r) {
   }
 }
 
-void save_epoch_checkpoint(FitRun& r, bool improved) {
+bool early_stop_due(const Session& s) {
+  const EarlyStoppingConfig& e = s.config.train.early_stopping;
+  return e.enabled() && s.state.evals_without_improvement >= e.patience;
+}
+
+std::string early_stop_reason(const Session& s) {
+  const TrainConfig& t = s.config.train;
+  const TrainState& state = s.state;
+  return fmt::format(
+      "early stopping: eval {} has not improved by more than {:g} in {} evaluation(s) (the value to beat: {:.4f}); "
+      "stopped after epoch {} of {}",
+      enum_name(best_metrics(), t.watched_metric()), t.early_stopping.min_delta, state.evals_without_improvement,
+      state.watched_best.value_or(0.0), state.epoch, t.epochs);
+}
+
+void save_epoch_checkpoint(FitRun& r, bool improved, bool stopping) {
   const Session& s = r.s;
   const TrainConfig& t = s.config.train;
   const int64_t epoch = s.state.epoch;
   if (!r.checkpoints.enabled()) return;
-  if (epoch % t.checkpoint_every != 0 && epoch != r.plan.last_epoch && !improved) return;
+  if (epoch % t.checkpoint_every != 0 && epoch != r.plan.last_epoch && !improved && !stopping) return;
   std::vector<fs::path> also;
   if (improved) also.push_back(r.checkpoints.best());
   if (t.keep_every_epochs > 0 && epoch % t.keep_every_epochs == 0) also.push_back(r.checkpoints.epoch(epoch));

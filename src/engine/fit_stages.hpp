@@ -80,10 +80,15 @@ void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run);
 bool evaluation_due(const FitRun& r, int64_t epochs_done);
 // When `epoch` ends in an evaluation: its loader starts reading the eval images now, beside the last steps.
 void start_evaluation_loader(FitRun& r, int64_t epoch);
-// Evaluates when due; true when train.best_metric improved on the best so far.
+// Evaluates when due; true when train.best_metric improved on the best so far. Counts, for early stopping, the
+// evaluations since its metric last improved by more than train.early_stopping.min_delta.
 bool evaluate_and_track_best(FitRun& r, FitResult& result);
+// Whether train.early_stopping's patience has run out, and the log line that says so.
+bool early_stop_due(const Session& s);
+std::string early_stop_reason(const Session& s);
 void draw_curves(FitRun& r);
-// last.pt when due (train.checkpoint_every, the last epoch, a new best), with best.pt and epoch-E.pt as links.
-void save_epoch_checkpoint(FitRun& r, bool improved);
+// last.pt when due (train.checkpoint_every, the last epoch, a new best, the run `stopping` early), with best.pt and
+// epoch-E.pt as links.
+void save_epoch_checkpoint(FitRun& r, bool improved, bool stopping = false);
 
 }  // namespace trainer

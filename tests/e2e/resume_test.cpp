@@ -66,6 +66,41 @@ TEST(Resume, IsBitIdenticalToAnUninterruptedRun) {
   EXPECT_GE(metric_rows(split).size(), 4u);
 }
 
+// train.early_stopping: with min_delta 0.5 no evaluation after the first improves, so patience 2 ends a 6-epoch
+// run after epoch 3 (exit 0, last.pt saved there, the reason in the log). Stopped after epoch 2 and resumed, the
+// count carries over: that run ends after epoch 3 too, with the same weights and metrics. Resuming an ended run
+// trains nothing.
+TEST(Resume, EarlyStoppingEndsTheRunAndItsCountSurvivesAResume) {
+  SmallRun run(json{{"train", {{"epochs", 6}, {"early_stopping", {{"patience", 2}, {"min_delta", 0.5}}}}}});
+  const fs::path straight = run.dir / "straight", split = run.dir / "split";
+  const auto a = trainer_cli("--config " + run.config.string() + " -o " + straight.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("early stopping: eval top1 has not improved by more than 0.5 in 2 evaluation(s)"),
+            std::string::npos)
+      << a.output;
+  EXPECT_NE(a.output.find("stopped early after epoch 3 of 6"), std::string::npos) << a.output;
+  const LoadedCheckpoint ca(straight / "last.pt");
+  EXPECT_EQ(ca.meta().epoch, 3);
+  EXPECT_EQ(ca.meta().evals_without_improvement, 2);
+  ASSERT_TRUE(fs::exists(straight / "best.pt"));
+
+  const auto b1 = trainer_cli("--config " + run.config.string() + " -o " + split.string() + " --stop-after-epoch 2");
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  EXPECT_EQ(LoadedCheckpoint(split / "last.pt").meta().evals_without_improvement, 1);
+  const auto b2 = trainer_cli("--resume " + (split / "last.pt").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  const LoadedCheckpoint cb(split / "last.pt");
+  EXPECT_EQ(cb.meta().epoch, 3);
+  EXPECT_EQ(cb.meta().step, ca.meta().step);
+  expect_same_weights(*load_weights(straight / "last.pt"), *load_weights(split / "last.pt"), "after resume");
+  EXPECT_EQ(metric_rows(straight), metric_rows(split));
+
+  const auto again = trainer_cli("--resume " + (straight / "last.pt").string());
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("nothing left to train"), std::string::npos) << again.output;
+  EXPECT_EQ(LoadedCheckpoint(straight / "last.pt").meta().epoch, 3);
+}
+
 // Straight run vs the same run stopped after `stop_step` (mid-epoch, at the end of a log interval) and resumed:
 // the same weights, EMA, scaler state and metrics, bit for bit.
 void expect_mid_epoch_resume_is_exact(const json& overrides, int64_t stop_step) {

@@ -222,32 +222,49 @@ TEST(BatchDecoder, DeferredBatchesEqualTheCpuPathBitForBit) {
   }
 }
 
-// The GPU path's geometry (render_decoded: antialiased resize as torchvision's tensor transforms), run here on
+// The deferred JPEGs of a split, each with its full-size RGB decode and the CPU path's Pillow-exact render:
+// what the GPU path's geometry is checked against here, on the CPU.
+struct DeferredSplit {
+  ImageBatch batch;                    // images: the CPU path's renders; encoded: the deferred files
+  std::vector<DecodedRegion> regions;  // their whole images, decoded full size
+};
+
+DeferredSplit deferred_split(const DataConfig& data, bool train) {
+  const auto source = open_image_folder(data, train, 2, 3);
+  DeferredSplit out;
+  std::vector<torch::Tensor> renders;
+  for (size_t i = 0; i < source->size(); ++i) {
+    cv::Mat cpu(16, 16, CV_8UC3), unused(16, 16, CV_8UC3);
+    EncodedImage e;
+    if (!source->read_or_defer(i, {7, 1}, unused, e)) continue;  // a PNG: decoded by the worker
+    source->read_into(i, {7, 1}, cpu);
+    cv::Mat bgr = decode_image(e.bytes, e.info, 3, 1, e.name), rgb;
+    cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+    out.regions.push_back(
+        {torch::from_blob(rgb.data, {rgb.rows, rgb.cols, 3}, torch::kUInt8).clone(), 0, 0, out.batch.encoded.size()});
+    out.batch.encoded.push_back(std::move(e));
+    renders.push_back(torch::from_blob(cpu.data, {16, 16, 3}, torch::kUInt8).clone());
+  }
+  out.batch.images = torch::stack(renders);
+  return out;
+}
+
+// The GPU path's geometry (render_decoded_all: antialiased resize as torchvision's tensor transforms), run here on
 // the CPU from a full-size decode, against the CPU path's Pillow-exact render of the same plans.
 TEST(BatchDecoder, TheGpuGeometryIsCloseToThePillowExactPath) {
   TempDir dir;
-  testing::ImageFolderSpec spec{2, 4, 2, true};
-  testing::write_image_folder(dir.path(), spec);
+  testing::write_image_folder(dir.path(), {2, 4, 2, true});
   DataConfig data = decode_folder_config(dir.path());
   data.decode_reduce = DecodeReduce::off;
   double worst_mean = 0, worst_max = 0;
   for (const bool train : {true, false}) {
-    const auto source = open_image_folder(data, train, 2, 3);
-    for (size_t i = 0; i < source->size(); ++i) {
-      cv::Mat cpu(16, 16, CV_8UC3), unused(16, 16, CV_8UC3);
-      EncodedImage e;
-      if (!source->read_or_defer(i, {7, 1}, unused, e)) continue;  // a PNG: decoded by the worker
-      source->read_into(i, {7, 1}, cpu);
-      cv::Mat bgr = decode_image(e.bytes, e.info, 3, 1, e.name), rgb;
-      cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
-      const auto decoded = torch::from_blob(rgb.data, {rgb.rows, rgb.cols, 3}, torch::kUInt8);
-      auto slot = torch::empty({16, 16, 3}, torch::kUInt8);
-      render_decoded(decoded, 0, 0, e, slot);
-      const auto diff = (slot.to(torch::kInt) - torch::from_blob(cpu.data, {16, 16, 3}, torch::kUInt8).to(torch::kInt))
-                            .abs()
-                            .to(torch::kDouble);
-      worst_mean = std::max(worst_mean, diff.mean().item<double>());
-      worst_max = std::max(worst_max, diff.max().item<double>());
+    DeferredSplit split = deferred_split(data, train);
+    const auto pillow = split.batch.images.clone();
+    render_decoded_all(split.regions, split.batch);
+    const auto diff = (split.batch.images.to(torch::kInt) - pillow.to(torch::kInt)).abs().to(torch::kDouble);
+    for (int64_t i = 0; i < diff.size(0); ++i) {
+      worst_mean = std::max(worst_mean, diff[i].mean().item<double>());
+      worst_max = std::max(worst_max, diff[i].max().item<double>());
     }
   }
   // Measured: mean 0.207, max 1 (rounding of the two antialiased resizes).
@@ -255,6 +272,22 @@ TEST(BatchDecoder, TheGpuGeometryIsCloseToThePillowExactPath) {
   EXPECT_LE(worst_max, 2);
   std::printf("GPU geometry vs Pillow-exact CPU render: worst mean |diff| %.3f, worst max %.0f (of 255)\n", worst_mean,
               worst_max);
+}
+
+// Crops of one size are resized in one call: the bytes are those of one call per image (the evaluation images of
+// the fixture share their sizes across classes, so groups of several form).
+TEST(BatchDecoder, RenderingCropsTogetherGivesTheBytesOfRenderingEachAlone) {
+  TempDir dir;
+  testing::write_image_folder(dir.path(), {2, 8, 4, true});
+  DataConfig data = decode_folder_config(dir.path());
+  data.decode_reduce = DecodeReduce::off;
+  for (const bool train : {true, false}) {
+    DeferredSplit together = deferred_split(data, train), alone = deferred_split(data, train);
+    ASSERT_GT(together.regions.size(), 3u);
+    render_decoded_all(together.regions, together.batch);
+    for (const DecodedRegion& r : alone.regions) render_decoded_all({r}, alone.batch);
+    EXPECT_TRUE(torch::equal(together.batch.images, alone.batch.images)) << (train ? "train" : "eval");
+  }
 }
 
 // A deferred file that no decoder can read: recorded; in training its slot takes the next slot's image and label

@@ -226,6 +226,10 @@ TEST(Config, EngineKeysAreCheckedTogether) {
   };
   json j = {{"train", {{"best_metric", "ema_top1"}}}};
   EXPECT_EQ(config_error(rooted(j)), "config: train.best_metric: \"ema_top1\" needs train.ema.enabled");
+  j = {{"train", {{"early_stopping", {{"patience", 3}, {"metric", "ema_top1"}}}}}};
+  EXPECT_EQ(config_error(rooted(j)), "config: train.early_stopping.metric: \"ema_top1\" needs train.ema.enabled");
+  j = {{"train", {{"early_stopping", {{"patience", -1}}}}}};
+  EXPECT_NE(config_error(rooted(j)).find("train.early_stopping.patience"), std::string::npos);
   j = {{"optim", {{"betas", {0.9, 1.0}}}}};
   EXPECT_EQ(config_error(rooted(j)), "config: optim.betas: expected [beta1, beta2] in [0, 1), got [0.9,1.0]");
   j = {{"schedule", {{"kind", "multistep"}}}};

@@ -535,6 +535,34 @@ inline const EnumTable<BestMetric>& best_metrics() {
   return table;
 }
 
+// The eval metric early stopping watches: train.best_metric's (the one best.pt follows) or another.
+enum class WatchedMetric { best_metric, top1, top5, loss, ema_top1 };
+inline const EnumTable<WatchedMetric>& watched_metrics() {
+  static const EnumTable<WatchedMetric> table{{"best_metric", WatchedMetric::best_metric},
+                                              {"top1", WatchedMetric::top1},
+                                              {"top5", WatchedMetric::top5},
+                                              {"loss", WatchedMetric::loss},
+                                              {"ema_top1", WatchedMetric::ema_top1}};
+  return table;
+}
+
+// Stopping a run whose evaluations stopped improving (fine-tuning on a few thousand photos overfits in a few
+// epochs): after `patience` evaluations in a row without an improvement larger than `min_delta`.
+struct EarlyStoppingConfig {
+  int64_t patience = 0;
+  double min_delta = 0.0;
+  WatchedMetric metric = WatchedMetric::best_metric;
+
+  bool enabled() const { return patience > 0; }
+  template <class V>
+  void visit(V& v) {
+    v.field("patience", patience, "evaluations without improvement before the run stops (0: never stops early)",
+            Range::at_least(0));
+    v.field("min_delta", min_delta, "the least change of the metric that counts as an improvement", Range::at_least(0));
+    v.choice("metric", metric, watched_metrics(), "eval metric watched (best_metric: train.best_metric's)");
+  }
+};
+
 struct TrainConfig {
   int64_t epochs = 10;
   int64_t log_every = 50;
@@ -551,6 +579,19 @@ struct TrainConfig {
   AmpConfig amp;
   MixConfig mix;
   EmaConfig ema;
+  EarlyStoppingConfig early_stopping;
+
+  // The metric early stopping watches, train.best_metric's by default.
+  BestMetric watched_metric() const {
+    switch (early_stopping.metric) {
+      case WatchedMetric::top1: return BestMetric::top1;
+      case WatchedMetric::top5: return BestMetric::top5;
+      case WatchedMetric::loss: return BestMetric::loss;
+      case WatchedMetric::ema_top1: return BestMetric::ema_top1;
+      case WatchedMetric::best_metric: break;
+    }
+    return best_metric;
+  }
 
   template <class V>
   void visit(V& v) {
@@ -577,6 +618,7 @@ struct TrainConfig {
     v.section("amp", amp);
     v.section("mix", mix);
     v.section("ema", ema);
+    v.section("early_stopping", early_stopping);
   }
 };
 

@@ -34,6 +34,7 @@ struct FitResult {
   std::optional<EvalResult> last_eval;
   std::optional<EvalResult> last_ema_eval;
   std::optional<StopReason> stopped_by;  // the run stopped mid-epoch, after saving last.pt
+  bool stopped_early = false;             // train.early_stopping ended it after an epoch (last.pt saved)
 };
 
 // Trains from session.state up to config.train.epochs (or the limits). Writes last.pt, step-N.pt, epoch-E.pt

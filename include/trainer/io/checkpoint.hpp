@@ -29,6 +29,9 @@ struct TrainState {
   int64_t step = 0;            // completed optimizer steps
   int64_t batch_in_epoch = 0;  // batches of epoch `epoch` (0-based) already trained: > 0 after a mid-epoch stop
   std::optional<double> best;  // best value of train.best_metric so far; none before the first evaluation
+  // Early stopping: the best value of the watched metric so far, and the evaluations since it last improved.
+  std::optional<double> watched_best;
+  int64_t evals_without_improvement = 0;
 };
 
 // Whether a metadata key must be in a checkpoint; optional keys were added after format version 1 was first
@@ -55,6 +58,8 @@ struct CheckpointMeta : TrainState {
     v.field("input", input, MetaKey::optional);  // absent before export existed
     v.field("scaler", scaler, MetaKey::optional);
     v.field("ema_updates", ema_updates, MetaKey::optional);
+    v.field("watched_best", watched_best, MetaKey::optional);
+    v.field("evals_without_improvement", evals_without_improvement, MetaKey::optional);
   }
 };
 

@@ -1,6 +1,8 @@
 #include "trainer/data/device/batch_decoder.hpp"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "trainer/util/error.hpp"
 
@@ -18,18 +20,6 @@ F::InterpolateFuncOptions resize_options(Interpolation interpolation, int64_t he
     case Interpolation::bilinear: break;
   }
   return o.mode(torch::kBilinear).align_corners(false).antialias(true);
-}
-
-// uint8 [h, w, 3] -> resized [height, width, 3], as torchvision's tensor resize: float, interpolate, round, clamp.
-// Left in float (whole numbers in [0, 255]): the copy into the uint8 slot converts it exactly, one launch fewer.
-torch::Tensor resize_rgb(const torch::Tensor& rgb, Interpolation interpolation, int64_t height, int64_t width) {
-  if (rgb.size(0) == height && rgb.size(1) == width) return rgb;
-  const auto x = rgb.permute({2, 0, 1}).unsqueeze(0).to(torch::kFloat);
-  return F::interpolate(x, resize_options(interpolation, height, width))
-      .round_()
-      .clamp_(0, 255)
-      .squeeze(0)
-      .permute({1, 2, 0});
 }
 
 class CpuBatchDecoder final : public BatchDecoder {
@@ -74,24 +64,75 @@ std::unique_ptr<BatchDecoder> make_batch_decoder(DecodeDevice where, const torch
   return std::make_unique<CpuBatchDecoder>();
 }
 
-void render_decoded(const torch::Tensor& decoded, int64_t top, int64_t left, const EncodedImage& e,
-                    torch::Tensor slot) {
-  const int64_t size_h = slot.size(0), size_w = slot.size(1);
-  torch::Tensor out;
-  if (e.plan.resized.width > 0) {
-    // Eval: the whole image resized, then the center crop of that (torchvision's Resize + CenterCrop).
-    const ResizedCrop& r = e.plan.resized;
-    out =
-        resize_rgb(decoded, e.spec.interpolation, r.height, r.width).narrow(0, r.top, size_h).narrow(1, r.left, size_w);
-  } else {
-    // Train: the box (whole pixels) cut out of the decoded region, resized to the output (resized_crop).
-    const CropBox& box = e.plan.box;
-    const auto crop = decoded.narrow(0, static_cast<int64_t>(box.top) - top, static_cast<int64_t>(box.height))
-                          .narrow(1, static_cast<int64_t>(box.left) - left, static_cast<int64_t>(box.width));
-    out = resize_rgb(crop, e.spec.interpolation, size_h, size_w);
+namespace {
+
+// One image of render_decoded_all(): its crop (a view of the decoded region), the size it is resized to, and
+// (eval) the center crop cut from that.
+struct Render {
+  torch::Tensor crop;  // uint8 [h, w, 3]
+  int64_t height = 0, width = 0;
+  const EncodedImage* e = nullptr;
+  torch::Tensor slot;
+};
+
+Render plan_render(const DecodedRegion& d, const EncodedImage& e, torch::Tensor slot) {
+  if (e.plan.resized.width > 0)  // eval: the whole image resized, then the center crop of that
+    return {d.pixels, e.plan.resized.height, e.plan.resized.width, &e, std::move(slot)};
+  // Train: the box (whole pixels) cut out of the decoded region, resized to the output (resized_crop).
+  const CropBox& box = e.plan.box;
+  const auto crop = d.pixels.narrow(0, static_cast<int64_t>(box.top) - d.top, static_cast<int64_t>(box.height))
+                        .narrow(1, static_cast<int64_t>(box.left) - d.left, static_cast<int64_t>(box.width));
+  return {crop, slot.size(0), slot.size(1), &e, std::move(slot)};
+}
+
+// Writes one resized image (float with whole values in [0, 255], or the uint8 crop itself) into its slot:
+// the eval center crop cut, flipped if planned. The copy into the uint8 slot converts exactly.
+void write_slot(torch::Tensor out, const Render& r) {
+  if (r.e->plan.resized.width > 0) {
+    const ResizedCrop& c = r.e->plan.resized;
+    out = out.narrow(0, c.top, r.slot.size(0)).narrow(1, c.left, r.slot.size(1));
   }
-  if (e.plan.flip) out = out.flip({1});
-  slot.copy_(out, /*non_blocking=*/true);  // float or uint8 whole numbers into uint8: exact
+  if (r.e->plan.flip) out = out.flip({1});
+  r.slot.copy_(out, /*non_blocking=*/true);
+}
+
+// Renders of one size (crop and output, interpolation): resized together, float copies of at most
+// kMaxGpuRegionPixels at a time.
+void render_group(const std::vector<const Render*>& group) {
+  const Render& first = *group.front();
+  if (first.crop.size(0) == first.height && first.crop.size(1) == first.width) {
+    for (const Render* r : group) write_slot(r->crop, *r);
+    return;
+  }
+  const int64_t per_image = first.crop.size(0) * first.crop.size(1);
+  const auto chunk = static_cast<size_t>(std::max<int64_t>(1, kMaxGpuRegionPixels / per_image));
+  for (size_t at = 0; at < group.size(); at += chunk) {
+    const size_t n = std::min(chunk, group.size() - at);
+    std::vector<torch::Tensor> crops;
+    for (size_t i = 0; i < n; ++i) crops.push_back(group[at + i]->crop);
+    const auto x = (n == 1 ? crops.front().unsqueeze(0) : torch::stack(crops)).permute({0, 3, 1, 2}).to(torch::kFloat);
+    const auto y = F::interpolate(x, resize_options(first.e->spec.interpolation, first.height, first.width))
+                       .round_()
+                       .clamp_(0, 255)
+                       .permute({0, 2, 3, 1});
+    for (size_t i = 0; i < n; ++i) write_slot(y[static_cast<int64_t>(i)], *group[at + i]);
+  }
+}
+
+}  // namespace
+
+void render_decoded_all(const std::vector<DecodedRegion>& regions, ImageBatch& batch) {
+  std::vector<Render> renders;
+  renders.reserve(regions.size());
+  for (const DecodedRegion& d : regions)
+    renders.push_back(plan_render(d, batch.encoded[d.slot], batch.images[static_cast<int64_t>(d.slot)]));
+  // Grouped by size, in slot order within a group: the resize of each image is computed alone either way (each
+  // output pixel from its own image), so grouping changes the launches, not the bytes.
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int>, std::vector<const Render*>> groups;
+  for (const Render& r : renders)
+    groups[{r.crop.size(0), r.crop.size(1), r.height, r.width, static_cast<int>(r.e->spec.interpolation)}].push_back(
+        &r);
+  for (const auto& entry : groups) render_group(entry.second);
 }
 
 size_t finish_on_cpu(ImageBatch& batch, const std::vector<size_t>& slots, const BadSlots& bad) {

@@ -39,7 +39,7 @@ void check(nvjpegStatus_t s, const char* call) {
 }
 
 // The region nvJPEG decodes for a plan, in source pixels: a training crop's box widened to 16-pixel (MCU)
-// boundaries (the decoder starts at whole blocks; render_decoded() cuts the exact box), or the whole image for
+// boundaries (the decoder starts at whole blocks; render_decoded_all() cuts the exact box), or the whole image for
 // an evaluation plan, which resizes all of it.
 struct Region {
   int64_t left = 0, top = 0, width = 0, height = 0;
@@ -273,13 +273,14 @@ class NvjpegDecoder final : public BatchDecoder {
       }
       return false;
     }
+    std::vector<DecodedRegion> regions;
     offset = 0;
     for (const Job& j : jobs) {
       const Region& r = j.region;
-      const auto region = pixels.narrow(0, offset, area(r) * 3).view({r.height, r.width, 3});
+      regions.push_back({pixels.narrow(0, offset, area(r) * 3).view({r.height, r.width, 3}), r.top, r.left, j.slot});
       offset += area(r) * 3;
-      render_decoded(region, r.top, r.left, batch.encoded[j.slot], batch.images[static_cast<int64_t>(j.slot)]);
     }
+    render_decoded_all(regions, batch);
     return true;
   }
 

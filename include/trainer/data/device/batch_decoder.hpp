@@ -2,7 +2,7 @@
 // and renders each into its slot of the batch's images, on the device those are on. Two implementations:
 //   - nvJPEG (CUDA builds with nvjpeg.h): the batch in one nvjpegDecodeBatchedEx call on the GPU's hardware JPEG
 //     engines where it has them (A100, H100, H200), decoding only the crop's region, else on the GPU's hybrid
-//     decoder; then render_decoded() on the GPU. Its support check runs in the loader workers (takes()), so a
+//     decoder; then render_decoded_all() on the GPU. Its support check runs in the loader workers (takes()), so a
 //     file it refuses never reaches it; a batch it fails on is decoded by the CPU path instead.
 //   - the CPU: decode_image() + render(), exactly the pixels of the CPU path; the reference of the tests and the
 //     fallback per image.
@@ -75,16 +75,25 @@ bool nvjpeg_built();
 std::unique_ptr<BatchDecoder> make_nvjpeg_decoder(const torch::Device& device, std::shared_ptr<spdlog::logger> log,
                                                   NvjpegBackend backend);
 
-// The largest region the GPU decodes and renders, in source pixels: render_decoded() makes a float copy of the
-// region (12 bytes a pixel, 384 MiB here), so a larger one (an 8K x 8K scan) is refused in the worker and decoded
-// there, at the plan's reduced size, in bounded memory.
+// The largest region the GPU decodes and renders, in source pixels: rendering makes a float copy of the region
+// (12 bytes a pixel, 384 MiB here), so a larger one (an 8K x 8K scan) is refused in the worker and decoded there,
+// at the plan's reduced size, in bounded memory. Renders of one size go through one resize of at most this many
+// pixels.
 inline constexpr int64_t kMaxGpuRegionPixels = int64_t{32} << 20;
 
-// The GPU path's geometry, on any device: `decoded` is the uint8 RGB [h, w, 3] region of the source image that
-// starts at (top, left) in source pixels and holds the plan's crop; writes the crop resized to the slot's size
-// (antialiased, as torchvision's tensor transforms: resize then round and clamp), flipped if planned, into
-// `slot` (uint8 [H, W, 3]). Train plans resize their box; eval plans resize the whole image, then crop.
-void render_decoded(const torch::Tensor& decoded, int64_t top, int64_t left, const EncodedImage& e, torch::Tensor slot);
+// A decoded region of a deferred slot's source image: uint8 RGB [h, w, 3] on any device, starting at (top, left)
+// in source pixels and holding the plan's crop.
+struct DecodedRegion {
+  torch::Tensor pixels;
+  int64_t top = 0, left = 0;
+  size_t slot = 0;
+};
+
+// The GPU path's geometry, on any device: each region's crop resized to its slot's size (antialiased, as
+// torchvision's tensor transforms: resize then round and clamp), flipped if planned, written into its slot of
+// batch.images. Train plans resize their box; eval plans resize the whole image, then cut the center crop.
+// Crops of one size and output are resized in one call (the same bytes as one call each, fewer launches).
+void render_decoded_all(const std::vector<DecodedRegion>& regions, ImageBatch& batch);
 
 // How every decoder ends a batch: the deferred `slots` it leaves to the CPU (all of them for the CPU decoder;
 // those of a batch nvJPEG failed on) decoded exactly as the CPU path would (render_encoded), the ones no decoder
