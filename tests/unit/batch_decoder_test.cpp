@@ -327,6 +327,17 @@ TEST(BatchDecoder, UndecodableSlotsAreRecordedThenReplacedOrDropped) {
             "data: a.JPEG: bad");
 }
 
+// A folder of 3 classes (6 training images each, half of them PNGs) and its training split.
+struct TrainFolder {
+  TempDir dir;
+  DataConfig data;
+  std::shared_ptr<const FolderSource> source;
+  TrainFolder() : data(decode_folder_config(dir.path())) {
+    testing::write_image_folder(dir.path(), {3, 6, 3, true});
+    source = open_image_folder(data, true, 3, 3);
+  }
+};
+
 // A training loader over `source` (seed 5) whose JPEGs `decoder` takes (null: the workers decode them all).
 std::unique_ptr<Loader> spied_loader(const std::shared_ptr<const ImageSource>& source, const DataConfig& data,
                                      std::shared_ptr<SpyDecoder> decoder, int64_t epochs = 1) {
@@ -341,17 +352,14 @@ std::unique_ptr<Loader> spied_loader(const std::shared_ptr<const ImageSource>& s
 // decoded there, exactly as the CPU path: the batches equal the plain ones, only the others reach the stage, and
 // the refusals are counted.
 TEST(BatchDecoder, FilesTheDecoderRefusesAreDecodedByTheWorkers) {
-  TempDir dir;
-  testing::write_image_folder(dir.path(), {3, 6, 3, true});
-  DataConfig data = decode_folder_config(dir.path());
-  data.workers = 2;
-  const auto source = open_image_folder(data, true, 3, 3);
+  TrainFolder f;
+  f.data.workers = 2;
   auto all = std::make_shared<SpyDecoder>();
   auto some = std::make_shared<SpyDecoder>([](const EncodedImage& e) { return e.index % 2 == 0; });
   std::vector<ImageBatch> batches[3];
   int k = 0;
   for (const std::shared_ptr<SpyDecoder>& decoder : {std::shared_ptr<SpyDecoder>(), all, some})
-    batches[k++] = all_batches(*spied_loader(source, data, decoder), decoder.get());
+    batches[k++] = all_batches(*spied_loader(f.source, f.data, decoder), decoder.get());
   ASSERT_EQ(batches[0].size(), batches[2].size());
   for (size_t i = 0; i < batches[0].size(); ++i)
     EXPECT_TRUE(torch::equal(batches[0][i].images, batches[2][i].images)) << i;
@@ -365,19 +373,16 @@ TEST(BatchDecoder, FilesTheDecoderRefusesAreDecodedByTheWorkers) {
 // The stage stops when the consumer does (no hang, the batches made ahead dropped), and an error of the stage
 // reaches the consumer after the batches made before it.
 TEST(DecodeStage, StopsWithTheConsumerAndReportsItsErrorInOrder) {
-  TempDir dir;
-  testing::write_image_folder(dir.path(), {3, 6, 3, true});
-  DataConfig data = decode_folder_config(dir.path());
-  data.batch_size = 2;
-  const auto source = open_image_folder(data, true, 3, 3);
+  TrainFolder f;
+  f.data.batch_size = 2;
   auto decoder = std::make_shared<SpyDecoder>();
-  auto loader = spied_loader(source, data, decoder, kEndless);
+  auto loader = spied_loader(f.source, f.data, decoder, kEndless);
   int taken = 0;
   for_each_device_batch(*loader, torch::kCPU, StageDecode{decoder.get(), {}, /*ahead=*/2},
                         [&](ImageBatch&) { return ++taken < 3; });
   EXPECT_EQ(taken, 3);
   auto failing = std::make_shared<SpyDecoder>(nullptr, /*fail_at=*/4);
-  loader = spied_loader(source, data, failing, kEndless);
+  loader = spied_loader(f.source, f.data, failing, kEndless);
   taken = 0;
   EXPECT_EQ(testing::error_of<DataError>([&] {
               for_each_device_batch(*loader, torch::kCPU, StageDecode{failing.get(), {}}, [&](ImageBatch&) {
