@@ -70,7 +70,7 @@ TEST(Resume, IsBitIdenticalToAnUninterruptedRun) {
 // run after epoch 3 (exit 0, last.pt saved there, the reason in the log). Stopped after epoch 2 and resumed, the
 // count carries over: that run ends after epoch 3 too, with the same weights and metrics. Resuming an ended run
 // trains nothing.
-TEST(Resume, EarlyStoppingEndsTheRunAndItsCountSurvivesAResume) {
+TEST(EarlyStopping, EndsTheRunAndItsCountSurvivesAResume) {
   SmallRun run(json{{"train", {{"epochs", 6}, {"early_stopping", {{"patience", 2}, {"min_delta", 0.5}}}}}});
   const fs::path straight = run.dir / "straight", split = run.dir / "split";
   const auto a = trainer_cli("--config " + run.config.string() + " -o " + straight.string());
