@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "input_stream.hpp"
+#include "trainer/data/device/device_stager.hpp"
 
 #ifdef TRAINER_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -40,10 +41,7 @@ struct DecodeStage::Impl {
 
   StagedBatch make(ImageBatch& host) {
     StagedBatch out;
-    if (device.is_cuda())
-      out.batch = {host.images.to(device, /*non_blocking=*/true), host.labels.to(device, /*non_blocking=*/true),
-                   host.erase, std::move(host.encoded)};
-    else out.batch = std::move(host);
+    out.batch = device.is_cuda() ? copy_to_device(host, device) : std::move(host);
     if (!out.batch.encoded.empty()) decode.decoder->decode(out.batch, decode.bad);
 #ifdef TRAINER_CUDA
     if (device.is_cuda()) {

@@ -22,6 +22,11 @@ struct DeviceStager::Side {
 struct DeviceStager::Side {};
 #endif
 
+ImageBatch copy_to_device(ImageBatch& host, const torch::Device& device) {
+  return {host.images.to(device, /*non_blocking=*/true), host.labels.to(device, /*non_blocking=*/true), host.erase,
+          std::move(host.encoded)};
+}
+
 DeviceStager::DeviceStager(const torch::Device& device) : device_(device) {
 #ifdef TRAINER_CUDA
   if (device.is_cuda()) side_ = std::make_unique<Side>(device.index() < 0 ? c10::DeviceIndex(0) : device.index());
@@ -36,8 +41,7 @@ ImageBatch DeviceStager::stage(ImageBatch& host) {
 #ifdef TRAINER_CUDA
   if (side_) {
     const c10::cuda::CUDAStreamGuard guard(side_->stream);
-    ImageBatch out{host.images.to(device_, /*non_blocking=*/true), host.labels.to(device_, /*non_blocking=*/true),
-                   host.erase};
+    ImageBatch out = copy_to_device(host, device_);
     side_->copied.record(side_->stream);
     return out;
   }

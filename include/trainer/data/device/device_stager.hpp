@@ -18,6 +18,10 @@
 
 namespace trainer {
 
+// `host`'s images and labels copied to `device` with non_blocking (from pinned memory, on the current stream),
+// its erase plan and encoded files moved along: what the stager and the decode stage both start a batch with.
+ImageBatch copy_to_device(ImageBatch& host, const torch::Device& device);
+
 class DeviceStager {
  public:
   explicit DeviceStager(const torch::Device& device);
