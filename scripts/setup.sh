@@ -11,6 +11,7 @@ packages=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev
   libonnx-dev python3-onnx  # ONNX export (protobuf classes, checker) and its Python-side check
   libgloo-dev             # headers of Gloo, which LibTorch's c10d process group (linked in libtorch) includes
+  libcurl4-openssl-dev    # model.weights: downloads of published weights
   dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist, the demo's dataset
   python3 python3-torch python3-torchvision
 )

@@ -39,16 +39,18 @@ void add_plot_command(CLI::App& app, Commands& commands);
 void add_doctor_command(CLI::App& app, Commands& commands);
 void add_config_command(CLI::App& app, Commands& commands);  // config show, config schema
 void add_export_command(CLI::App& app, Commands& commands);
-void add_bench_command(CLI::App& app, Commands& commands);  // bench (--arch or --config), bench data, predict
-void add_train_command(CLI::App& app, Commands& commands);  // the top level: trainer --config / --resume
+void add_weights_command(CLI::App& app, Commands& commands);  // weights list, weights get
+void add_bench_command(CLI::App& app, Commands& commands);    // bench (--arch or --config), bench data, predict
+void add_train_command(CLI::App& app, Commands& commands);    // the top level: trainer --config / --resume
 }  // namespace trainer
 
 namespace {
 
 // Train comes last: its options live on the top level, which counts as parsed whatever the command.
 constexpr void (*kCommands[])(CLI::App&, trainer::Commands&) = {
-    trainer::add_eval_command,   trainer::add_predict_command, trainer::add_plot_command,  trainer::add_doctor_command,
-    trainer::add_config_command, trainer::add_export_command,  trainer::add_bench_command, trainer::add_train_command,
+    trainer::add_eval_command,    trainer::add_predict_command, trainer::add_plot_command,
+    trainer::add_doctor_command,  trainer::add_config_command,  trainer::add_export_command,
+    trainer::add_weights_command, trainer::add_bench_command,   trainer::add_train_command,
 };
 
 // The one error handler: a failure is one line on stderr and an exit code (2 for usage and config mistakes).

@@ -72,6 +72,8 @@ if [[ $part == all || $part == compile ]]; then
     if [[ -e /usr/include/$h ]]; then ln -s /usr/include/$h $headers/$h; fi
   done
   ln -s /usr/include/opencv4/opencv2 $headers/opencv2
+  # libcurl's headers are the same on every system (curl/system.h picks the Windows types under MinGW).
+  ln -s /usr/include/x86_64-linux-gnu/curl $headers/curl
   # The second shim (scripts/lanes/windows-shims/mingw_libtorch.h says why), found before the original.
   patched=$repo/build/lane-windows-patched/torch/csrc/jit/ir
   mkdir -p $patched

@@ -86,7 +86,7 @@ int run_config_bench(const BenchArgs& a) {
   if (a.json) logs.main->set_level(spdlog::level::err);  // stdout carries only the JSON line
   Session s = make_session(c, {}, logs, nullptr);
   const int64_t batch = c.data.batch_size;
-  s.model->train();
+  train_mode(s);
 
   std::vector<double> wait_ms, compute_ms;
   if (a.mode == "model") time_model_steps(s, a, compute_ms);

@@ -151,6 +151,7 @@ nlohmann::json eval_report(const EvalArgs& args, int64_t epoch, const EvalResult
           {"loss", r.loss()},
           {"top1", r.top1()},
           {"top5", r.top5()},
+          {"balanced_accuracy", balanced_accuracy(scores)},
           {"correct1", r.correct1},
           {"correct5", r.correct5},
           {"per_class", per_class},
@@ -190,13 +191,15 @@ int run_eval(const EvalArgs& args) {
   if (r.dropped) logs.main->warn("{} unreadable image(s) left out; the figures cover the other {}", r.dropped, r.count);
 
   const std::string what = std::string(train_split ? "train split" : "val split") + (args.ema ? ", EMA weights" : "");
-  std::printf("eval %s (epoch %lld, %s): %lld images, loss %.4f, top1 %.4f (%lld), top5 %.4f (%lld), %.1fs\n",
-              args.checkpoint.c_str(), static_cast<long long>(checkpoint.meta().epoch), what.c_str(),
-              static_cast<long long>(r.count), r.loss(), r.top1(), static_cast<long long>(r.correct1), r.top5(),
-              static_cast<long long>(r.correct5), r.seconds);
+  const auto scores = per_class_scores(r.confusion);
+  std::printf(
+      "eval %s (epoch %lld, %s): %lld images, loss %.4f, top1 %.4f (%lld), top5 %.4f (%lld), balanced accuracy %.4f, "
+      "%.1fs\n",
+      args.checkpoint.c_str(), static_cast<long long>(checkpoint.meta().epoch), what.c_str(),
+      static_cast<long long>(r.count), r.loss(), r.top1(), static_cast<long long>(r.correct1), r.top5(),
+      static_cast<long long>(r.correct5), balanced_accuracy(scores), r.seconds);
 
   const auto& names = data->class_names();
-  const auto scores = per_class_scores(r.confusion);
   const auto pairs = most_confused_pairs(r.confusion, kPairsShown);
   print_class_summary(names, scores, pairs);
 

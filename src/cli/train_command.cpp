@@ -153,12 +153,22 @@ int finish(const Session& s, const FitResult& r) {
   return 0;
 }
 
+// model.weights as a file, fetched into the hub cache when it is a name or an address (progress in the run's log).
+StartWeights locate_run_weights(const Config& config, const RunLogs& logs) {
+  auto log = logs.main;
+  return locate_start_weights(config.model,
+                              weights_hub_from_environment([log](const std::string& line) { log->info("{}", line); }));
+}
+
 // A new run in its folder; `replace`: one that --resume auto found nothing usable in.
 int train_new(const TrainArgs& args, const Config& config, bool replace) {
   auto group = join_world(config);
   const bool writer = writes_run(group);
   const fs::path run_dir = writer ? prepare_new_run_dir(config, args.output_dir, replace) : fs::path();
-  Session s = make_session(config, run_dir, rank_logs(run_dir, writer), nullptr, group);
+  RunLogs logs = rank_logs(run_dir, writer);
+  // Rank 0 alone fetches the start weights: the others take its weights when the group starts.
+  const StartWeights start = writer ? locate_run_weights(config, logs) : StartWeights{};
+  Session s = make_session(config, run_dir, std::move(logs), nullptr, group, start);
   // Only now does the folder count as a run: a start that failed (bad data, weights that do not fit)
   // can be fixed and rerun into the same folder.
   if (writer) write_resolved_config(run_dir, s.config);  // model.num_classes resolved from the data
@@ -234,7 +244,9 @@ int train_smoke(const TrainArgs& args) {
     run_dir = prepare_new_run_dir(config, args.output_dir);
   }
   {
-    Session first = make_session(config, run_dir, make_run_logs(run_dir), nullptr);
+    RunLogs logs = make_run_logs(run_dir);
+    const StartWeights start = locate_run_weights(config, logs);
+    Session first = make_session(config, run_dir, std::move(logs), nullptr, nullptr, start);
     write_resolved_config(run_dir, first.config);
     first.logs.main->info("smoke: run folder {}; epoch 1, then resume for epoch 2", run_dir.string());
     fit(first, {/*epoch=*/1, std::nullopt});

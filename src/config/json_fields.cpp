@@ -73,6 +73,12 @@ void read_scalar(const json& j, const std::string& path, std::vector<std::string
   }
 }
 
+void read_scalar(const json& j, const std::string& path, std::map<std::string, double>& out) {
+  if (!j.is_object()) type_error(path, "an object of numbers", j);
+  out.clear();
+  for (const auto& [key, value] : j.items()) read_scalar(value, path + "." + key, out[key]);
+}
+
 void check_range(const std::string& path, double value, const Range& range) {
   const bool low = range.min && (range.min_exclusive ? value <= *range.min : value < *range.min);
   const bool high = range.max && value > *range.max;

@@ -27,6 +27,9 @@ class SchemaWriter {
     } else if constexpr (std::is_same_v<T, std::vector<double>>) {
       p["type"] = "array";
       p["items"] = {{"type", "number"}};
+    } else if constexpr (std::is_same_v<T, std::map<std::string, double>>) {
+      p["type"] = "object";
+      p["additionalProperties"] = {{"type", "number"}};
     } else {
       static_assert(std::is_same_v<T, std::vector<std::string>>, "a field type without a schema");
       p["type"] = "array";

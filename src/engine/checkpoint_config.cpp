@@ -29,7 +29,7 @@ void collect_changes(const json& before, const json& after, const std::string& p
 // weights win, so they may change.
 bool refused_on_resume(const std::string& key) {
   static const std::vector<std::string> refused{"model", "optim.name", "data.kind"};
-  static const std::vector<std::string> allowed{"model.init_from", "model.init_exclude"};
+  static const std::vector<std::string> allowed{"model.weights", "model.init_from", "model.init_exclude"};
   auto covers = [&](const std::string& entry) { return key == entry || key.rfind(entry + ".", 0) == 0; };
   return std::any_of(refused.begin(), refused.end(), covers) && std::none_of(allowed.begin(), allowed.end(), covers);
 }
@@ -46,6 +46,13 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
   // A config that leaves model.num_classes to the data means the count the run resolved and saved.
   if (result.config.model.num_classes == 0)
     result.config.model.num_classes = saved.value("model", json::object()).value("num_classes", int64_t{0});
+  // Likewise a config that holds out the same share of the same folder with the same seed, but names no files,
+  // means the validation images the run recorded (photos added since then must not change the split).
+  const json saved_data = saved.value("data", json::object());
+  DataConfig& data = result.config.data;
+  if (data.val_files.empty() && data.val_fraction > 0 && data.val_fraction == saved_data.value("val_fraction", 0.0) &&
+      data.split_seed == saved_data.value("split_seed", int64_t{0}) && data.root == saved_data.value("root", ""))
+    data.val_files = saved_data.value("val_files", std::vector<std::string>{});
   collect_changes(saved, config_to_json(result.config), "", result.changes);
   for (const auto& change : result.changes)
     if (refused_on_resume(change.key))

@@ -61,4 +61,15 @@ std::vector<int64_t> most_confused_classes(const torch::Tensor& confusion, size_
   return order;
 }
 
+double balanced_accuracy(const std::vector<ClassScore>& scores) {
+  double sum = 0;
+  int64_t classes = 0;
+  for (const auto& c : scores)
+    if (c.images > 0) {
+      sum += c.accuracy();
+      ++classes;
+    }
+  return classes ? sum / static_cast<double>(classes) : 0.0;
+}
+
 }  // namespace trainer

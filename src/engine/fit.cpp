@@ -21,7 +21,9 @@ namespace trainer {
 EpochRun run_epoch(FitRun& r, int64_t epoch) {
   Session& s = r.s;
   const Config& c = s.config;
-  s.model->train();
+  // ---- train.unfreeze_at_epoch: the frozen layers start training with this epoch ----
+  apply_freeze_schedule(s);
+  train_mode(s);
   EpochRun run;
   run.start_batch = epoch == s.state.epoch ? s.state.batch_in_epoch : 0;
   s.state.batch_in_epoch = run.start_batch;
@@ -38,7 +40,7 @@ EpochRun run_epoch(FitRun& r, int64_t epoch) {
       const double waited = seconds_since(ready);
       const auto compute_start = Clock::now();
       if (micro == 0) {
-        set_learning_rate(*s.optimizer, r.lr = r.lr_now());
+        set_learning_rate(*s.optimizer, r.lr = r.lr_now(), s.lr_mult);
         if (r.checkpoints.enabled()) step_start = compat::GeneratorStates::capture();
       }
       const bool last_of_epoch = s.state.batch_in_epoch + 1 == r.plan.batches_per_epoch;

@@ -6,6 +6,7 @@
 
 #include "trainer/data/loader/loaders.hpp"
 #include "trainer/distributed/replica_check.hpp"
+#include "trainer/engine/confusion.hpp"
 #include "trainer/optim/optimizer.hpp"
 #include "trainer/plot/curves.hpp"
 #include "trainer/util/clock.hpp"
@@ -57,6 +58,7 @@ EvalOptions run_eval_options(const Session& s) {
   EvalOptions options = eval_options(s.config, s.device, s.layout.channels_last, s.eval_bad);
   options.group = s.group.get();
   options.decoder = s.decode.decoder;
+  options.confusion = true;  // for the balanced accuracy: a [C, C] count per evaluation
   return options;
 }
 
@@ -88,8 +90,9 @@ EvalResult evaluate_weights(FitRun& r, Classifier& model, bool ema) {
                e.dropped, e.count);
   MetricsRow row(ema ? "eval_ema" : "eval", s.state.epoch, s.state.step);
   const std::string decoded = take_decode_counts(s, row);
-  r.log.info("eval{} epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} in {:.1f}s{}", ema ? " (ema)" : "",
-             s.state.epoch, e.loss(), e.top1(), e.correct1, e.count, e.top5(), e.seconds, decoded);
+  r.log.info("eval{} epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} balanced {:.4f} in {:.1f}s{}",
+             ema ? " (ema)" : "", s.state.epoch, e.loss(), e.top1(), e.correct1, e.count, e.top5(),
+             balanced_accuracy(per_class_scores(e.confusion)), e.seconds, decoded);
   if (s.metrics) {
     row.lr = r.lr;
     row.loss = e.loss();
@@ -272,7 +275,7 @@ bool evaluate_and_track_best(FitRun& r, FitResult& result) {
   sync_buffers(s);  // data-parallel: every shard is evaluated with rank 0's BatchNorm statistics
   result.last_eval = evaluate_weights(r, *s.model, /*ema=*/false);
   if (s.ema) result.last_ema_eval = evaluate_weights(r, s.ema->model(), /*ema=*/true);
-  s.model->train();
+  train_mode(s);
   if (t.early_stopping.enabled()) {
     // Early stopping's count, kept in the state (and so in every checkpoint) for an exact resume.
     const double watched = metric_value(t.watched_metric(), *result.last_eval, result.last_ema_eval);

@@ -16,9 +16,11 @@ double sample_beta(std::mt19937_64& rng, double alpha) {
   return x + y > 0 ? x / (x + y) : 0.5;
 }
 
-torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing) {
-  return torch::nn::functional::cross_entropy(
-      logits, labels, torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing));
+torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing,
+                            const torch::Tensor& class_weights) {
+  auto options = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing);
+  if (class_weights.defined()) options.weight(class_weights);
+  return torch::nn::functional::cross_entropy(logits, labels, options);
 }
 
 }  // namespace
@@ -57,10 +59,11 @@ MixedBatch mix_batch(const torch::Tensor& images, const torch::Tensor& labels, c
   return out;
 }
 
-torch::Tensor mixed_cross_entropy(const torch::Tensor& logits, const MixedBatch& batch, double label_smoothing) {
-  const auto loss = cross_entropy(logits, batch.labels, label_smoothing);
+torch::Tensor mixed_cross_entropy(const torch::Tensor& logits, const MixedBatch& batch, double label_smoothing,
+                                  const torch::Tensor& class_weights) {
+  const auto loss = cross_entropy(logits, batch.labels, label_smoothing, class_weights);
   if (!batch.labels_b.defined() || batch.lam >= 1.0) return loss;
-  return loss * batch.lam + cross_entropy(logits, batch.labels_b, label_smoothing) * (1.0 - batch.lam);
+  return loss * batch.lam + cross_entropy(logits, batch.labels_b, label_smoothing, class_weights) * (1.0 - batch.lam);
 }
 
 }  // namespace trainer

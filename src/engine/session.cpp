@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -11,10 +12,10 @@
 #include "trainer/data/loader/last_batch.hpp"
 #include "trainer/data/pixels/sample_augment.hpp"
 #include "trainer/data/sources/data_kinds.hpp"
+#include "trainer/data/sources/folder_source.hpp"
 #include "trainer/distributed/rank_generators.hpp"
 #include "trainer/distributed/replica_check.hpp"
 #include "trainer/engine/backend_settings.hpp"
-#include "trainer/io/weight_files.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/models/layout_check.hpp"
@@ -137,6 +138,12 @@ Session start_session(Config config, fs::path run_dir, RunLogs logs, std::shared
 void open_data(Session& s) {
   const Config& c = s.config;
   const auto open_start = Clock::now();
+  // data.val_fraction: a new run chooses its validation images once and records them (config and checkpoints).
+  if (c.data.val_fraction > 0 && c.data.val_files.empty()) {
+    s.config.data.val_files = choose_validation_files(c.data);
+    s.logs.main->info("data.val_fraction {}: {} images held out for validation (data.split_seed {})",
+                      c.data.val_fraction, c.data.val_files.size(), c.data.split_seed);
+  }
   s.train_data = make_source(c, Split::train);
   const bool classes_from_data = c.model.num_classes == 0;
   if (classes_from_data) s.config.model.num_classes = static_cast<int64_t>(s.train_data->class_names().size());
@@ -175,27 +182,43 @@ std::unique_ptr<WeightEma> make_ema(const Session& s) {
   return std::make_unique<WeightEma>(s.config.train.ema, std::move(shadow), *s.model);
 }
 
-// The model from the seeded generator (or model.init_from's weights for a new run), the last-batch rule, the
+// train.class_weights balanced: N / (classes x n_c) per class of the training set (0 for a class without images).
+torch::Tensor balanced_class_weights(const Session& s) {
+  const auto classes = static_cast<int64_t>(s.config.model.num_classes);
+  std::vector<double> counts(static_cast<size_t>(classes), 0.0);
+  for (size_t i = 0; i < s.train_data->size(); ++i) counts.at(static_cast<size_t>(s.train_data->label(i))) += 1;
+  std::vector<float> weights;
+  for (const double n : counts)
+    weights.push_back(n > 0 ? static_cast<float>(static_cast<double>(s.train_data->size()) / (classes * n)) : 0.0f);
+  const auto [low, high] = std::minmax_element(weights.begin(), weights.end());
+  s.logs.main->info("train.class_weights balanced: from {:.3f} (the most frequent class) to {:.3f}", *low, *high);
+  return torch::tensor(weights).to(s.device);
+}
+
+// The model from the seeded generator (or `start`'s weights for a new run), the last-batch rule, the
 // self-checked layout on the device, then what trains it: optimizer, normalisation, precision, scaler, EMA.
-void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume) {
+void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume, const StartWeights& start) {
   const Config& c = s.config;
   const ImageShape shape = s.train_data->shape();
   // Initialisation draws from LibTorch's default generator: seed it so the same seed gives the same start.
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   s.model = build_model(c.model, shape);
-  if (!resume && !c.model.init_from.empty()) {
-    const WeightsReport report =
-        load_weights(*s.model, read_weights_file(c.model.init_from), c.model.init_exclude, c.model.init_from);
-    s.logs.main->info("model.init_from {}: {}", c.model.init_from, describe(report));
+  if (!resume && !start.empty()) {
+    const WeightsReport report = load_start_weights(
+        *s.model, c.model, start, [&](const std::string& note) { s.logs.main->info("{}: {}", start.source, note); });
+    s.logs.main->info("{}: {}", start.source, describe(report));
   }
   const LastBatch last_batch = last_batch_rule(s.train_data->size(), c.data, s.world.size, has_batch_norm(*s.model));
   s.drop_last = last_batch.drop;
   if (!last_batch.note.empty()) s.logs.main->info("{}", last_batch.note);
   s.layout = place_in_checked_layout(*s.model, c.model, shape, s.device,
                                      [&](const std::string& warning) { s.logs.main->warn("{}", warning); });
+  s.frozen = FrozenLayers(*s.model, c.model.freeze);
   s.optimizer = make_optimizer(c.optim, *s.model);
+  s.lr_mult = lr_multipliers(c.optim, *s.model);
   s.norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, s.device);
   s.step_options = step_options(c.train, s.device);
+  if (c.train.class_weights == ClassWeights::balanced) s.step_options.class_weights = balanced_class_weights(s);
   s.scaler = LossScaler(c.train.amp, s.step_options.uses_scaler());
   if (c.train.ema.enabled) s.ema = make_ema(s);
   int64_t parameters = 0;
@@ -224,6 +247,16 @@ void restore_from_checkpoint(Session& s, const LoadedCheckpoint& resume) {
                     m.batch_in_epoch ? " and " + std::to_string(m.batch_in_epoch) + " batch(es)" : "", s.state.step);
 }
 
+// Buckets over the parameters that train now (a frozen one never gets a gradient to wait for).
+void make_grad_reducer(Session& s) {
+  std::vector<torch::Tensor> training;
+  for (const auto& p : s.model->parameters())
+    if (p.requires_grad()) training.push_back(p);
+  s.reducer.reset();  // its hooks come off before new ones go on
+  s.reducer = std::make_unique<GradReducer>(std::move(training), *s.group,
+                                            static_cast<int64_t>(s.config.run.dist_bucket_mb * 1024 * 1024));
+}
+
 // Data-parallel: one starting point, rank 0's weights (fresh, init_from or resumed), EMA and statistics; each
 // rank's dropout stream; synchronised BatchNorm when asked; then the gradient buckets that average the ranks.
 void join_process_group(Session& s, const LoadedCheckpoint* resume) {
@@ -242,8 +275,7 @@ void join_process_group(Session& s, const LoadedCheckpoint* resume) {
       s.logs.main->info("model.sync_batchnorm: {} BatchNorm layers take their statistics over {} ranks", layers,
                         s.world.size);
   }
-  s.reducer = std::make_unique<GradReducer>(s.model->parameters(), *s.group,
-                                            static_cast<int64_t>(c.run.dist_bucket_mb * 1024 * 1024));
+  make_grad_reducer(s);
   s.logs.main->info(
       "data-parallel: rank {} of {} ({} launcher, {}), {} gradient buckets, {:.1f} MiB all-reduced "
       "per step",
@@ -254,15 +286,17 @@ void join_process_group(Session& s, const LoadedCheckpoint* resume) {
 }  // namespace
 
 Session make_session(Config config, fs::path run_dir, RunLogs logs, const LoadedCheckpoint* resume,
-                     std::shared_ptr<Collectives> group) {
+                     std::shared_ptr<Collectives> group, const StartWeights& start) {
   // ---- who and where: config, logs, the group's agreement on the config, device and backend settings ----
   Session s = start_session(std::move(config), std::move(run_dir), std::move(logs), std::move(group));
   // ---- the data: both splits opened and counted; the class count from the training set ----
   open_data(s);
   // ---- the model on its device in its checked layout, and what trains it ----
-  build_model_and_optimizer(s, resume);
+  build_model_and_optimizer(s, resume, start);
   // ---- a resumed run: every saved state back, generators last ----
   if (resume) restore_from_checkpoint(s, *resume);
+  // ---- model.freeze as it stands at this epoch ----
+  apply_freeze_schedule(s);
   // ---- data-parallel: rank 0's starting point on every rank, then gradient averaging ----
   if (s.group) join_process_group(s, resume);
   // ---- the metrics files (a resumed run keeps the rows up to its step) ----
@@ -270,6 +304,28 @@ Session make_session(Config config, fs::path run_dir, RunLogs logs, const Loaded
     s.metrics = std::make_unique<MetricsSink>(s.run_dir, resume ? std::optional<int64_t>(s.state.step) : std::nullopt,
                                               s.config.run.tensorboard);
   return s;
+}
+
+void train_mode(Session& s) {
+  s.model->train();
+  s.frozen.keep_norms_in_eval();
+}
+
+bool apply_freeze_schedule(Session& s) {
+  if (!s.frozen.any()) return false;
+  const int64_t until = s.config.train.unfreeze_at_epoch;
+  const bool frozen = until == 0 || s.state.epoch < until;
+  if (s.frozen.applied() && frozen == s.frozen.frozen()) return false;
+  s.frozen.set(frozen);
+  if (frozen)
+    s.logs.main->info("model.freeze: {} values frozen ({} BatchNorm layers keep their statistics){}",
+                      s.frozen.frozen_values(), s.frozen.norms(),
+                      until > 0 ? fmt::format(" for the first {} epoch(s)", until) : std::string());
+  else
+    s.logs.main->info("model.freeze lifted{}: every layer trains",
+                      until > 0 ? fmt::format(" after epoch {}", until) : std::string());
+  if (s.group && s.reducer) make_grad_reducer(s);
+  return true;
 }
 
 }  // namespace trainer

@@ -30,7 +30,7 @@ MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const S
                              const LossScaler& scaler, double loss_weight) {
   // The loss is taken in float32 whatever the autocast dtype, as torch.autocast does for cross-entropy.
   const torch::Tensor logits = float_logits(model, batch.images, options.device, options.autocast);
-  const torch::Tensor loss = mixed_cross_entropy(logits, batch, options.label_smoothing);
+  const torch::Tensor loss = mixed_cross_entropy(logits, batch, options.label_smoothing, options.class_weights);
   torch::Tensor divided = loss_weight != 1.0 ? loss * loss_weight : loss;
   if (options.accumulate_steps > 1) divided = divided / static_cast<double>(options.accumulate_steps);
   scaler.scale(divided).backward();

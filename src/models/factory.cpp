@@ -21,7 +21,8 @@ ClassifierPtr build_simple_cnn(const ModelConfig& m, const ImageShape& in) {
 
 const std::vector<ModelRow>& model_rows() {
   static const std::vector<ModelRow> rows = [] {
-    std::vector<ModelRow> t{{"mnist_cnn", build_simple_cnn, /*channels_last_on_cuda=*/false, /*any_input_size=*/false}};
+    std::vector<ModelRow> t{{"mnist_cnn", build_simple_cnn, /*channels_last_on_cuda=*/false, /*any_input_size=*/false,
+                             /*head=*/{"fc2.*"}, /*weights=*/{}}};
     // Every ResNet (plain, wide, ResNeXt) ends in adaptive pooling and runs its convolutions fastest in
     // channels_last on tensor cores.
     for (const auto& [name, spec] : resnet_specs()) {
@@ -31,7 +32,8 @@ const std::vector<ModelRow>& model_rows() {
                                                       /*dropout=*/m.dropout,
                                                       /*zero_init_residual=*/m.zero_init_residual});
       };
-      t.push_back({name, build, /*channels_last_on_cuda=*/true, /*any_input_size=*/true});
+      t.push_back({name, build, /*channels_last_on_cuda=*/true, /*any_input_size=*/true, /*head=*/{"fc.*"},
+                   /*weights=*/torchvision_weights(name)});
     }
     return t;
   }();

@@ -4,6 +4,7 @@
 #include <torch/optim/sgd.h>
 
 #include "trainer/util/error.hpp"
+#include "trainer/util/glob.hpp"
 
 namespace trainer {
 
@@ -16,43 +17,92 @@ ParameterSplit split_for_weight_decay(const torch::nn::Module& model, bool decay
 
 namespace {
 
-// Two groups with their own options; an empty group is left out (LibTorch refuses none).
+// optim.lr_mult's multiplier for `name`: its longest matching pattern's (the most specific), else 1.
+double multiplier_of(const std::map<std::string, double>& lr_mult, const std::string& name) {
+  double mult = 1;
+  size_t longest = 0;
+  bool found = false;
+  for (const auto& [pattern, value] : lr_mult)
+    if (glob_match(pattern, name) && (!found || pattern.size() > longest)) {
+      mult = value;
+      longest = pattern.size();
+      found = true;
+    }
+  return mult;
+}
+
 template <class Options>
-std::vector<torch::optim::OptimizerParamGroup> groups(ParameterSplit split, const Options& options, double decay) {
+std::vector<torch::optim::OptimizerParamGroup> torch_groups(const std::vector<ParamGroup>& groups,
+                                                            const Options& options) {
   std::vector<torch::optim::OptimizerParamGroup> out;
-  auto with_decay = [&](double wd) {
+  for (const auto& g : groups) {
     auto o = std::make_unique<Options>(options);
-    o->weight_decay(wd);
-    return o;
-  };
-  if (!split.decay.empty()) out.emplace_back(std::move(split.decay), with_decay(decay));
-  if (!split.no_decay.empty()) out.emplace_back(std::move(split.no_decay), with_decay(0.0));
+    o->weight_decay(g.weight_decay);
+    o->lr(options.lr() * g.lr_mult);
+    out.emplace_back(g.parameters, std::move(o));
+  }
   return out;
 }
 
 }  // namespace
 
+std::vector<ParamGroup> param_groups(const OptimConfig& optim, const torch::nn::Module& model) {
+  for (const auto& [pattern, value] : optim.lr_mult) {
+    if (value < 0)
+      throw ConfigError("optim.lr_mult." + pattern + ": expected a multiplier >= 0, got " + std::to_string(value));
+    bool used = false;
+    for (const auto& item : model.named_parameters()) used = used || glob_match(pattern, item.key());
+    if (!used) throw ConfigError("optim.lr_mult: pattern \"" + pattern + "\" matches no parameter of the model");
+  }
+  std::vector<double> mults;
+  std::vector<ParamGroup> decay, no_decay;
+  for (const auto& item : model.named_parameters()) {
+    const double mult = multiplier_of(optim.lr_mult, item.key());
+    size_t k = 0;
+    while (k < mults.size() && mults[k] != mult) ++k;
+    if (k == mults.size()) {
+      mults.push_back(mult);
+      decay.push_back({{}, optim.weight_decay, mult});
+      no_decay.push_back({{}, 0.0, mult});
+    }
+    const torch::Tensor& p = item.value();
+    (optim.decay_norm_and_bias || p.dim() > 1 ? decay[k] : no_decay[k]).parameters.push_back(p);
+  }
+  std::vector<ParamGroup> groups;
+  for (size_t k = 0; k < mults.size(); ++k)
+    for (ParamGroup* g : {&decay[k], &no_decay[k]})
+      if (!g->parameters.empty()) groups.push_back(std::move(*g));  // LibTorch refuses an empty group
+  return groups;
+}
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimConfig& optim, const torch::nn::Module& model) {
-  auto split = split_for_weight_decay(model, optim.decay_norm_and_bias);
+  const std::vector<ParamGroup> groups = param_groups(optim, model);
   switch (optim.name) {
     case OptimizerKind::sgd: {
       if (optim.nesterov && optim.momentum <= 0)
         throw ConfigError("optim.nesterov: Nesterov momentum needs optim.momentum > 0, got " +
                           std::to_string(optim.momentum));
       const auto options = torch::optim::SGDOptions(optim.lr).momentum(optim.momentum).nesterov(optim.nesterov);
-      return std::make_unique<torch::optim::SGD>(groups(std::move(split), options, optim.weight_decay), options);
+      return std::make_unique<torch::optim::SGD>(torch_groups(groups, options), options);
     }
     case OptimizerKind::adamw: {
       const auto options =
           torch::optim::AdamWOptions(optim.lr).betas({optim.betas.at(0), optim.betas.at(1)}).eps(optim.eps);
-      return std::make_unique<torch::optim::AdamW>(groups(std::move(split), options, optim.weight_decay), options);
+      return std::make_unique<torch::optim::AdamW>(torch_groups(groups, options), options);
     }
   }
   throw ConfigError("optim.name: unsupported optimizer");
 }
 
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+std::vector<double> lr_multipliers(const OptimConfig& optim, const torch::nn::Module& model) {
+  std::vector<double> mult;
+  for (const auto& g : param_groups(optim, model)) mult.push_back(g.lr_mult);
+  return mult;
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr, const std::vector<double>& lr_mult) {
+  auto& groups = optimizer.param_groups();
+  for (size_t k = 0; k < groups.size(); ++k) groups[k].options().set_lr(k < lr_mult.size() ? lr * lr_mult[k] : lr);
 }
 
 }  // namespace trainer

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -126,6 +127,26 @@ TEST(PlatformFiles, ReplacesAFileWhileAnotherProgramReadsIt) {
   EXPECT_EQ(rest, "old checkpoint");
   EXPECT_EQ(read_text(dir / "last.pt"), "new checkpoint");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), {}), 1) << "a temporary file was left behind";
+}
+
+// A download continued from its .partial file: append writes after the bytes already there, and creates the file
+// when there is none.
+TEST(PlatformFiles, AppendContinuesAFileOrStartsOne) {
+  TempFolder dir;
+  const fs::path partial = dir / fs::u8path(u8"权重 resnet.pth.partial");
+  for (const char* piece : {"first ", "second"}) {
+    OutputFile out;
+    ASSERT_FALSE(out.append(partial));
+    ASSERT_FALSE(out.write(piece, std::strlen(piece)));
+    ASSERT_FALSE(out.close());
+  }
+  EXPECT_EQ(read_text(partial), "first second");
+}
+
+TEST(PlatformFiles, TheHomeFolderIsAnExistingFolder) {
+  const fs::path home = home_folder();
+  ASSERT_FALSE(home.empty());
+  EXPECT_TRUE(fs::is_directory(home)) << home.u8string();
 }
 
 TEST(PlatformFiles, FolderAndFileNamesInAnyScript) {

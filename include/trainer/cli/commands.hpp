@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "trainer/io/weights_hub.hpp"
+
 namespace CLI {
 class App;
 }
@@ -28,7 +30,11 @@ struct Command {
 // the top level, comes last: the first parsed one is the one the user chose.
 using Commands = std::vector<Command>;
 
-void add_data_bench_command(CLI::App& bench, Commands& commands);     // called by add_bench_command
+void add_data_bench_command(CLI::App& bench, Commands& commands);  // called by add_bench_command
+
+// PyTorch's hub cache ($TORCH_HOME, $XDG_CACHE_HOME or the home folder) and TRAINER_WEIGHTS_MIRROR, from the
+// environment; `say` prints download progress (weights_command.cpp).
+WeightsHub weights_hub_from_environment(std::function<void(const std::string&)> say);
 void add_predict_bench_command(CLI::App& bench, Commands& commands);  // called by add_bench_command
 
 // `trainer eval`, also run by `trainer --smoke` on the checkpoint it wrote.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -261,6 +262,14 @@ struct SyntheticConfig {
   }
 };
 
+// How the training set is drawn each epoch: default (every image once, shuffled with data.shuffle), or balanced
+// (each draw picks a class uniformly, then one of its images: rare classes are seen as often as common ones).
+enum class SamplerKind { standard, balanced };
+inline const EnumTable<SamplerKind>& sampler_kinds() {
+  static const EnumTable<SamplerKind> table{{"default", SamplerKind::standard}, {"balanced", SamplerKind::balanced}};
+  return table;
+}
+
 struct DataConfig {
   DataKind kind = DataKind::mnist;
   std::string root;
@@ -268,6 +277,7 @@ struct DataConfig {
   int64_t eval_batch_size = 256;
   int64_t workers = 2;
   bool shuffle = true;
+  SamplerKind sampler = SamplerKind::standard;
   Switch drop_last = Switch::automatic;
   std::vector<double> mean;
   std::vector<double> std;
@@ -283,6 +293,9 @@ struct DataConfig {
   DecodeReduce decode_reduce = DecodeReduce::automatic;
   DecodeDevice decode = DecodeDevice::automatic;
   double max_bad_fraction = 0.001;
+  double val_fraction = 0.0;
+  int64_t split_seed = 0;
+  std::vector<std::string> val_files;
   AugmentConfig augment;
   RepeatedAugmentationConfig repeated_augmentation;
   SyntheticConfig synthetic;
@@ -297,6 +310,9 @@ struct DataConfig {
     v.field("workers", workers, "data loader threads; 0 loads on the training thread (at most 1024)",
             Range::between(0, 1024));
     v.field("shuffle", shuffle, "reshuffle the training set every epoch");
+    v.choice("sampler", sampler, sampler_kinds(),
+             "default: every training image once per epoch; balanced: as many draws, each a uniformly chosen class "
+             "and one of its images (with replacement), for imbalanced classes");
     v.choice("drop_last", drop_last, switch_values(),
              "drop the last incomplete training batch; auto: only when it would hold fewer images than the model "
              "can train on (2 with BatchNorm)");
@@ -324,6 +340,16 @@ struct DataConfig {
              "on CUDA, else on the CPU");
     v.field("max_bad_fraction", max_bad_fraction, "imagenet: share of unreadable images in a split that stops the run",
             Range::between(0, 1));
+    v.field("val_fraction", val_fraction,
+            "imagenet: hold out this share of each class for validation (for example 0.1), from train_dir or, "
+            "when root has no such folder, from root's class folders; val_dir is not read then (0: off)",
+            Range::between(0, 0.9));
+    v.field("split_seed", split_seed,
+            "seed of val_fraction's choice, apart from run.seed so a new seed never moves images between the splits",
+            Range::at_least(0));
+    v.field("val_files", val_files,
+            "written by a run with val_fraction: the held-out images (relative to the class-folder set); resume, "
+            "eval and export keep exactly these");
     v.section("augment", augment);
     v.section("repeated_augmentation", repeated_augmentation);
     v.section("synthetic", synthetic);
@@ -347,8 +373,10 @@ struct ModelConfig {
   bool zero_init_residual = false;
   bool sync_batchnorm = false;
   Switch channels_last = Switch::automatic;
+  std::string weights;
   std::string init_from;
   std::vector<std::string> init_exclude;
+  std::vector<std::string> freeze;
 
   template <class V>
   void visit(V& v) {
@@ -369,9 +397,19 @@ struct ModelConfig {
     v.choice("channels_last", channels_last, switch_values(),
              "4-D weights and inputs in channels_last memory format; auto: on on CUDA for every ResNet. A start-up "
              "self-check falls back to contiguous when this LibTorch computes channels_last convolutions wrongly");
-    v.field("init_from", init_from, "safetensors file whose weights initialise a new run (fine-tuning)");
+    v.field("weights", weights,
+            "weights a new run starts from (fine-tuning): a name of torchvision's for model.arch (IMAGENET1K_V1, "
+            "IMAGENET1K_V2; `trainer weights list`), found in or downloaded to PyTorch's hub cache; an http(s) "
+            "address; or a file (.pth, .bin, .safetensors). A classifier layer whose shape differs (ImageNet's 1000 "
+            "classes) is freshly initialised");
+    v.field("init_from", init_from, "a weights file a new run starts from (model.weights also takes a file)");
     v.field("init_exclude", init_exclude,
-            "glob patterns (for example \"fc.*\") of keys not taken from init_from; they keep their fresh values");
+            "glob patterns (for example \"layer4.*\") of keys not taken from model.weights or init_from; they keep "
+            "their fresh values");
+    v.field("freeze", freeze,
+            "glob patterns of parameters that do not train (for example [\"conv1.*\", \"bn1.*\", \"layer1.*\"]): no "
+            "gradient, no weight decay, and BatchNorm layers whose weight matches keep their running statistics "
+            "(eval mode); train.unfreeze_at_epoch lifts it");
   }
 };
 
@@ -391,6 +429,7 @@ struct OptimConfig {
   std::vector<double> betas{0.9, 0.999};
   double eps = 1e-8;
   bool decay_norm_and_bias = false;
+  std::map<std::string, double> lr_mult;
 
   template <class V>
   void visit(V& v) {
@@ -406,6 +445,9 @@ struct OptimConfig {
     v.field("eps", eps, "AdamW: term added to the denominator", Range::greater_than(0));
     v.field("decay_norm_and_bias", decay_norm_and_bias,
             "apply weight decay to normalisation weights and biases too (default: only to conv and linear weights)");
+    v.field("lr_mult", lr_mult,
+            "learning-rate multipliers by parameter glob, for example {\"fc.*\": 10} (a new head learning faster "
+            "than pretrained layers); a parameter takes its longest matching pattern's, others 1");
   }
 };
 
@@ -563,6 +605,14 @@ struct EarlyStoppingConfig {
   }
 };
 
+// Per-class weights of the training loss: none, or balanced (inverse class frequency, N / (classes x n_c), as
+// scikit-learn's "balanced").
+enum class ClassWeights { none, balanced };
+inline const EnumTable<ClassWeights>& class_weight_kinds() {
+  static const EnumTable<ClassWeights> table{{"none", ClassWeights::none}, {"balanced", ClassWeights::balanced}};
+  return table;
+}
+
 struct TrainConfig {
   int64_t epochs = 10;
   int64_t log_every = 50;
@@ -574,12 +624,14 @@ struct TrainConfig {
   int64_t keep_every_epochs = 0;
   BestMetric best_metric = BestMetric::top1;
   double label_smoothing = 0.0;
+  ClassWeights class_weights = ClassWeights::none;
   int64_t accumulate_steps = 1;
   double clip_grad_norm = 0.0;
   AmpConfig amp;
   MixConfig mix;
   EmaConfig ema;
   EarlyStoppingConfig early_stopping;
+  int64_t unfreeze_at_epoch = 0;
 
   // The metric early stopping watches, train.best_metric's by default.
   BestMetric watched_metric() const {
@@ -612,6 +664,9 @@ struct TrainConfig {
             Range::at_least(0));
     v.choice("best_metric", best_metric, best_metrics(), "eval metric that selects best.pt");
     v.field("label_smoothing", label_smoothing, "cross-entropy label smoothing", Range::between(0, 0.99));
+    v.choice("class_weights", class_weights, class_weight_kinds(),
+             "weights of the classes in the training loss: none, or balanced (inverse class frequency in the training "
+             "set); evaluation losses stay unweighted");
     v.field("accumulate_steps", accumulate_steps, "micro-batches of data.batch_size per optimizer step (at most 4096)",
             Range::between(1, 4096));
     v.field("clip_grad_norm", clip_grad_norm, "clip the gradient norm to this value (0: off)", Range::at_least(0));
@@ -619,6 +674,10 @@ struct TrainConfig {
     v.section("mix", mix);
     v.section("ema", ema);
     v.section("early_stopping", early_stopping);
+    v.field("unfreeze_at_epoch", unfreeze_at_epoch,
+            "after this many epochs model.freeze is lifted and every layer trains (train the new head first, then "
+            "all); 0: frozen for the whole run",
+            Range::at_least(0));
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ void read_scalar(const nlohmann::json& j, const std::string& path, double& out);
 void read_scalar(const nlohmann::json& j, const std::string& path, std::string& out);
 void read_scalar(const nlohmann::json& j, const std::string& path, std::vector<double>& out);
 void read_scalar(const nlohmann::json& j, const std::string& path, std::vector<std::string>& out);
+void read_scalar(const nlohmann::json& j, const std::string& path, std::map<std::string, double>& out);
 void check_range(const std::string& path, double value, const Range& range);
 std::string read_enum_name(const nlohmann::json& j, const std::string& path, const std::vector<std::string>& valid);
 void reject_unknown_keys(const nlohmann::json& object, const std::string& path, const std::vector<std::string>& known);

@@ -24,6 +24,10 @@ struct ConfusedPair {
 
 std::vector<ClassScore> per_class_scores(const torch::Tensor& confusion);
 
+// The mean of the per-class accuracies (recalls) over the classes that have images: top-1 as if every class were
+// equally common (scikit-learn's balanced_accuracy_score). 0 without images.
+double balanced_accuracy(const std::vector<ClassScore>& scores);
+
 // The `n` largest off-diagonal cells with a count above zero, largest first (ties: by truth, then predicted).
 std::vector<ConfusedPair> most_confused_pairs(const torch::Tensor& confusion, size_t n);
 

@@ -27,6 +27,8 @@ MixedBatch mix_batch(const torch::Tensor& images, const torch::Tensor& labels, c
 // Soft-target cross-entropy against lam * onehot(labels) + (1 - lam) * onehot(labels_b), each smoothed by
 // `label_smoothing` as timm does. The loss is linear in the target, so it is computed as the lam-weighted sum
 // of two label-smoothed cross-entropies, without materialising a [B, classes] target matrix.
-torch::Tensor mixed_cross_entropy(const torch::Tensor& logits, const MixedBatch& batch, double label_smoothing);
+// `class_weights` (undefined: none) weigh each image's loss by its class, PyTorch's weighted mean.
+torch::Tensor mixed_cross_entropy(const torch::Tensor& logits, const MixedBatch& batch, double label_smoothing,
+                                  const torch::Tensor& class_weights = {});
 
 }  // namespace trainer

@@ -20,11 +20,13 @@
 #include "trainer/distributed/collectives.hpp"
 #include "trainer/distributed/grad_reducer.hpp"
 #include "trainer/engine/loss_scaler.hpp"
+#include "trainer/engine/start_weights.hpp"
 #include "trainer/engine/step.hpp"
 #include "trainer/engine/weight_ema.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/metrics_sink.hpp"
 #include "trainer/models/classifier.hpp"
+#include "trainer/models/frozen_layers.hpp"
 #include "trainer/models/layout_check.hpp"
 
 namespace trainer {
@@ -53,7 +55,9 @@ struct Session {
   RunDecoder decode;       // data.decode resolved for this device and augmentation, and the decoder of a GPU decode
   ClassifierPtr model;
   KernelLayout layout;  // model.channels_last resolved and self-checked for this device
+  FrozenLayers frozen;  // model.freeze, lifted after train.unfreeze_at_epoch epochs
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<double> lr_mult;           // per optimizer group (optim.lr_mult)
   std::unique_ptr<GradReducer> reducer;  // data-parallel runs: averages the gradients over the ranks
   Normalization norm;                    // data.mean / data.std on the model's device
   StepOptions step_options;              // precision, accumulation, clipping (the counter is state.step)
@@ -64,12 +68,12 @@ struct Session {
 };
 
 // Sets threads and seeds, loads the data and builds model, optimizer, loss scaler and EMA. A new run takes
-// model.init_from's weights (minus model.init_exclude) when set. With `resume`, restores weights, optimizer
-// state, scaler, EMA, RNG and progress (also mid-epoch) from it and keeps the metrics rows up to its step.
+// `start`'s weights (model.weights located by locate_start_weights) when given. With `resume`, restores weights,
+// optimizer state, scaler, EMA, RNG and progress (also mid-epoch) from it and keeps the metrics rows up to its step.
 // With `group` (data-parallel), every rank checks that it has rank 0's config, takes cuda:LOCAL_RANK on CUDA,
 // and starts from rank 0's weights; gradients are then averaged by a GradReducer.
 Session make_session(Config config, std::filesystem::path run_dir, RunLogs logs, const LoadedCheckpoint* resume,
-                     std::shared_ptr<Collectives> group = nullptr);
+                     std::shared_ptr<Collectives> group = nullptr, const StartWeights& start = {});
 
 // Data-parallel runs: every rank takes rank 0's BatchNorm statistics (model and EMA), as DDP's buffer broadcast
 // does, so evaluation shards see one model. A no-op in a single process.
@@ -79,6 +83,14 @@ void sync_buffers(Session& session);
 // seed, drop_last rule, bad-image record, pinned memory on CUDA and this rank's share.
 std::unique_ptr<Loader> make_train_loader(const Session& session, int64_t epoch, size_t start_batch = 0,
                                           int64_t epochs = 1);
+
+// The model in training mode, with model.freeze's BatchNorm layers kept in eval mode while they are frozen.
+void train_mode(Session& session);
+
+// model.freeze for the epoch the session is at (state.epoch): frozen until train.unfreeze_at_epoch epochs have run,
+// then every layer trains (said once in the log). Data-parallel runs rebuild the gradient buckets over the
+// parameters that now train. Returns whether anything changed.
+bool apply_freeze_schedule(Session& session);
 
 // Applies run.threads (0: all cores) to LibTorch's intra-op pool.
 void apply_threads(const RunConfig& run);

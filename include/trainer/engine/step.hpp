@@ -29,6 +29,7 @@ struct StepOptions {
   double clip_grad_norm = 0.0;             // 0: no clipping
   std::optional<at::ScalarType> autocast;  // the autocast dtype, when mixed precision is on
   c10::DeviceType device = c10::DeviceType::CPU;
+  torch::Tensor class_weights = {};  // train.class_weights per class on the model's device; undefined: unweighted
 
   bool uses_scaler() const { return autocast == at::kHalf; }
 };

@@ -11,6 +11,7 @@
 #include "trainer/config/config.hpp"
 #include "trainer/data/pixels/image_shape.hpp"
 #include "trainer/models/classifier.hpp"
+#include "trainer/models/published_weights.hpp"
 
 namespace trainer {
 
@@ -25,6 +26,11 @@ struct ModelRow {
   // The model takes any image size (it ends in adaptive pooling), so eval images may be larger than training
   // images (FixRes); false: the classifier is sized for one input.
   bool any_input_size = false;
+  // Glob patterns of the classifier layer's keys: model.weights from another task (ImageNet's 1000 classes) leaves
+  // these freshly initialised when their shapes differ from the run's.
+  std::vector<std::string> head;
+  // torchvision's published weights for this arch, which model.weights takes by name.
+  std::vector<PublishedWeights> weights;
 };
 
 // In the order they are listed to users.

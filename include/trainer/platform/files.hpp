@@ -24,6 +24,8 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   std::error_code create(const std::filesystem::path& path);
+  // Opens it for writing after its last byte, creating it when absent (a download resumed from its .partial file).
+  std::error_code append(const std::filesystem::path& path);
   // All `size` bytes, retrying short writes.
   std::error_code write(const void* data, size_t size);
   // fsync / FlushFileBuffers: the bytes are on the disk when this returns.
@@ -43,6 +45,10 @@ std::error_code replace_file(const std::filesystem::path& from, const std::files
 // Makes `to` a second name of the file `from` (CreateHardLinkW on Windows). Fails where the file system has no
 // hard links (FAT32, exFAT, many network shares) and across file systems.
 std::error_code hard_link(const std::filesystem::path& from, const std::filesystem::path& to);
+
+// The user's home folder, where per-user caches live: $HOME (else the account's entry) on POSIX, %USERPROFILE% on
+// Windows (as Python's os.path.expanduser, which PyTorch's hub cache follows). Empty when none is known.
+std::filesystem::path home_folder();
 
 // Removes a file; one that is already gone is not an error.
 std::error_code remove_file(const std::filesystem::path& path);

@@ -57,6 +57,12 @@ class WeightsError : public Error {
   explicit WeightsError(const std::string& m) : Error("weights", m, 2) {}
 };
 
+// A file that could not be fetched: the message names the address and the cause (and what to do offline).
+class DownloadError : public Error {
+ public:
+  explicit DownloadError(const std::string& m) : Error("download", m, 2) {}
+};
+
 // A deployment file (ONNX, TorchScript) that cannot be built, checked, written or read. The message names it.
 class ExportError : public Error {
  public:

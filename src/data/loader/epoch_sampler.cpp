@@ -17,14 +17,25 @@ BatchShare batch_share(size_t batch, size_t rank, size_t world) {
 EpochSampler::EpochSampler(SamplerOptions options) : options_(options) {
   if (options_.batch_size == 0) throw Error("EpochSampler: batch_size must be > 0", 1);
   if (options_.world == 0 || options_.rank >= options_.world) throw Error("EpochSampler: rank must be < world", 1);
-  order_ = epoch_order(options_.size, options_.seed, options_.epoch, options_.shuffle, options_.repeats);
+  order_ = epoch_order(options_.size, options_.seed, options_.epoch, options_.shuffle, options_.repeats,
+                       options_.balanced.get());
   reset(torch::nullopt);
 }
 
-std::vector<size_t> EpochSampler::epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle, size_t repeats) {
+std::vector<size_t> EpochSampler::epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle, size_t repeats,
+                                              const ClassMembers* balanced) {
   std::vector<size_t> order(size);
   std::iota(order.begin(), order.end(), size_t{0});
-  if (shuffle) {
+  if (balanced != nullptr) {
+    std::vector<const std::vector<size_t>*> classes;
+    for (const auto& members : *balanced)
+      if (!members.empty()) classes.push_back(&members);
+    SplitMix64 rng(hash_combine(seed, static_cast<uint64_t>(epoch)));
+    for (size_t k = 0; k < size && !classes.empty(); ++k) {
+      const auto& members = *classes[rng.below(classes.size())];
+      order[k] = members[rng.below(members.size())];
+    }
+  } else if (shuffle) {
     // Our own Fisher-Yates: std::shuffle's sequence differs between standard libraries.
     SplitMix64 rng(hash_combine(seed, static_cast<uint64_t>(epoch)));
     for (size_t i = size; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
@@ -45,7 +56,8 @@ size_t EpochSampler::batches_per_epoch() const {
 void EpochSampler::reset(torch::optional<size_t> new_size) {
   if (new_size && *new_size != options_.size) {
     options_.size = *new_size;
-    order_ = epoch_order(options_.size, options_.seed, options_.epoch, options_.shuffle, options_.repeats);
+    order_ = epoch_order(options_.size, options_.seed, options_.epoch, options_.shuffle, options_.repeats,
+                         options_.balanced.get());
   }
   position_ = std::min(order_.size(), options_.start_batch * options_.batch_size);
 }
@@ -78,7 +90,8 @@ void EpochSampler::load(torch::serialize::InputArchive& archive) {
   archive.read("epoch", epoch, true);
   archive.read("position", position, true);
   options_.epoch = epoch.item<int64_t>();
-  order_ = epoch_order(options_.size, options_.seed, options_.epoch, options_.shuffle, options_.repeats);
+  order_ = epoch_order(options_.size, options_.seed, options_.epoch, options_.shuffle, options_.repeats,
+                       options_.balanced.get());
   position_ = static_cast<size_t>(position.item<int64_t>());
 }
 

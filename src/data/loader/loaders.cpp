@@ -28,6 +28,16 @@ std::unique_ptr<Loader> make_loader(BatchDataset dataset, EpochSampler sampler, 
 
 namespace {
 
+std::shared_ptr<const ClassMembers> class_members(const ImageSource& source) {
+  auto members = std::make_shared<ClassMembers>(source.class_names().size());
+  for (size_t i = 0; i < source.size(); ++i) {
+    const auto label = static_cast<size_t>(source.label(i));
+    if (label >= members->size()) members->resize(label + 1);
+    (*members)[label].push_back(i);
+  }
+  return members;
+}
+
 SamplerOptions train_sampler_options(size_t images, const DataConfig& data, bool drop_last, uint64_t seed,
                                      int64_t epoch, size_t start_batch) {
   SamplerOptions o{images, static_cast<size_t>(data.batch_size), seed, epoch, data.shuffle, drop_last, start_batch};
@@ -45,6 +55,7 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
                                           const TrainLoaderOptions& o) {
   auto augment = std::make_shared<const SampleAugment>(data.augment);
   const auto batch_size = static_cast<size_t>(data.batch_size);
+  const auto balanced = data.sampler == SamplerKind::balanced ? class_members(*source) : nullptr;
   // Epoch after epoch: each its own order and augmentation draws (a dataset per epoch), all in one pipeline.
   struct Epochs {
     int64_t epoch;
@@ -60,6 +71,7 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
       SamplerOptions order = train_sampler_options(source->size(), data, o.drop_last, o.seed, state->epoch, start);
       order.rank = o.rank;
       order.world = o.world;
+      order.balanced = balanced;
       auto dataset = std::make_shared<const BatchDataset>(source, o.pin_memory, ReadContext{o.seed, state->epoch},
                                                           o.bad, BadSlot::replace, augment, o.intake);
       state->plans = epoch_plans(std::move(dataset), std::make_shared<EpochSampler>(order), batch_size);

@@ -79,6 +79,11 @@ void apply_data_kind(Config& c) {
   if (c.data.mean.empty()) c.data.mean = row.mean;
   if (c.data.std.empty()) c.data.std = row.std;
   if (row.check) row.check(c);
+  if (c.data.val_fraction > 0 && !row.image_files)
+    throw ConfigError("data.val_fraction: holds out images of a class-folder set; data.kind " +
+                      enum_name(data_kinds(), c.data.kind) + " has its own evaluation split");
+  if (!c.data.val_files.empty() && c.data.val_fraction <= 0)
+    throw ConfigError("data.val_files: lists the images data.val_fraction held out, but data.val_fraction is 0");
   if (c.data.decode == DecodeDevice::cuda && !row.image_files)
     throw ConfigError("data.decode: \"cuda\" decodes image files; data.kind " + enum_name(data_kinds(), c.data.kind) +
                       " has none (use auto or cpu)");

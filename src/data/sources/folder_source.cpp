@@ -2,6 +2,7 @@
 
 #include "trainer/data/pixels/encoded_image.hpp"
 #include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/data/sources/holdout_split.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/hash.hpp"
 
@@ -70,12 +71,44 @@ void check_class_count(const fs::path& where, size_t found, int64_t num_classes)
                     std::to_string(num_classes) + " (leave model.num_classes out, or 0, to take the folder's count)");
 }
 
+// data.val_fraction's one class-folder set: ROOT/train_dir, or ROOT itself when it has no such folder.
+fs::path holdout_folder(const DataConfig& data) {
+  std::error_code ec;
+  const fs::path train_dir = under_root(data, data.train_dir);
+  return fs::is_directory(train_dir, ec) ? train_dir : fs::path(data.root);
+}
+
+std::shared_ptr<const FolderSource> open_holdout_split(const DataConfig& data, bool train, int64_t num_classes,
+                                                       int64_t channels, std::optional<bool> augment) {
+  const fs::path folder = holdout_folder(data);
+  const std::vector<std::string> classes = list_class_folders(folder);
+  check_class_count(folder, classes.size(), num_classes);
+  const FileList files = scan_class_folders(folder, classes);
+  HoldoutLists lists = split_holdout(
+      files,
+      data.val_files.empty() ? choose_holdout(files, classes, data.val_fraction, data.split_seed) : data.val_files,
+      folder);
+  std::vector<std::string> names = classes;
+  if (!data.class_names_file.empty()) names = read_class_names(under_root(data, data.class_names_file), classes);
+  return std::make_shared<FolderSource>(folder, std::move(train ? lists.train : lists.val), std::move(names),
+                                        make_transform_spec(data, augment.value_or(train)), channels);
+}
+
 }  // namespace
+
+std::vector<std::string> choose_validation_files(const DataConfig& data) {
+  std::error_code ec;
+  if (!fs::is_directory(data.root, ec)) throw DataError(data.root + ": no such folder (data.root)");
+  const fs::path folder = holdout_folder(data);
+  const std::vector<std::string> classes = list_class_folders(folder);
+  return choose_holdout(scan_class_folders(folder, classes), classes, data.val_fraction, data.split_seed);
+}
 
 std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bool train, int64_t num_classes,
                                                       int64_t channels, std::optional<bool> augment) {
   std::error_code ec;
   if (!fs::is_directory(data.root, ec)) throw DataError(data.root + ": no such folder (data.root)");
+  if (data.val_fraction > 0) return open_holdout_split(data, train, num_classes, channels, augment);
   const fs::path train_dir = under_root(data, data.train_dir), val_dir = under_root(data, data.val_dir);
   const fs::path label_file = under_root(data, data.val_labels);
   // Classes are the train folder's sub-folders. An eval-only copy (val/ + val_label.txt) numbers them.

@@ -3,11 +3,13 @@
 #include "trainer/platform/read_loop.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 namespace trainer {
 
@@ -23,6 +25,13 @@ OutputFile::~OutputFile() {
 
 std::error_code OutputFile::create(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return last_error();
+  handle_ = fd;
+  return {};
+}
+
+std::error_code OutputFile::append(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return last_error();
   handle_ = fd;
   return {};
@@ -64,6 +73,12 @@ std::error_code replace_file(const std::filesystem::path& from, const std::files
 
 std::error_code hard_link(const std::filesystem::path& from, const std::filesystem::path& to) {
   return ::link(from.c_str(), to.c_str()) == 0 ? std::error_code{} : last_error();
+}
+
+std::filesystem::path home_folder() {
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') return home;
+  const struct passwd* entry = ::getpwuid(::getuid());
+  return entry != nullptr && entry->pw_dir != nullptr ? std::filesystem::path(entry->pw_dir) : std::filesystem::path();
 }
 
 std::error_code remove_file(const std::filesystem::path& path) {

@@ -1,6 +1,7 @@
 #include "trainer/platform/files.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "trainer/platform/read_loop.hpp"
 
@@ -29,6 +30,20 @@ std::error_code OutputFile::create(const std::filesystem::path& path) {
   const HANDLE h = CreateFileW(windows::long_path(path).c_str(), GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE,
                                nullptr, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
   if (h == INVALID_HANDLE_VALUE) return windows::last_error();
+  handle_ = reinterpret_cast<intptr_t>(h);
+  return {};
+}
+
+std::error_code OutputFile::append(const std::filesystem::path& path) {
+  const HANDLE h = CreateFileW(windows::long_path(path).c_str(), GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE,
+                               nullptr, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return windows::last_error();
+  LARGE_INTEGER zero{};
+  if (!SetFilePointerEx(h, zero, nullptr, FILE_END)) {
+    const std::error_code ec = windows::last_error();
+    CloseHandle(h);
+    return ec;
+  }
   handle_ = reinterpret_cast<intptr_t>(h);
   return {};
 }
@@ -74,6 +89,15 @@ std::error_code hard_link(const std::filesystem::path& from, const std::filesyst
   return CreateHardLinkW(windows::long_path(to).c_str(), windows::long_path(from).c_str(), nullptr)
              ? std::error_code{}
              : windows::last_error();
+}
+
+std::filesystem::path home_folder() {
+  // The wide environment, so a profile folder such as C:\Users\Zoë survives.
+  if (const wchar_t* profile = _wgetenv(L"USERPROFILE"); profile != nullptr && *profile != L'\0') return profile;
+  const wchar_t* drive = _wgetenv(L"HOMEDRIVE");
+  const wchar_t* path = _wgetenv(L"HOMEPATH");
+  if (drive != nullptr && path != nullptr) return std::filesystem::path(std::wstring(drive) + path);
+  return {};
 }
 
 std::error_code remove_file(const std::filesystem::path& path) {

@@ -8,9 +8,13 @@
 #include <torch/data/samplers/base.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace trainer {
+
+// The image indices of each class, in index order: what a balanced sampler draws from.
+using ClassMembers = std::vector<std::vector<size_t>>;
 
 struct SamplerOptions {
   size_t size = 0;
@@ -23,6 +27,8 @@ struct SamplerOptions {
   size_t rank = 0;         // data-parallel: this process takes its share of every (global) batch
   size_t world = 1;
   size_t repeats = 1;  // repeated augmentation: each drawn image comes `repeats` times (see epoch_order)
+  // data.sampler balanced: the images of each class (non-null: every draw is a class, then one of its images).
+  std::shared_ptr<const ClassMembers> balanced = nullptr;
 };
 
 // Rank `rank`'s share of a global batch of `batch` images over `world` processes: a contiguous [first, first +
@@ -40,7 +46,10 @@ class EpochSampler final : public torch::data::samplers::Sampler<std::vector<siz
   // The full index order of an epoch: identity, or a Fisher-Yates shuffle driven by hash(seed, epoch). With
   // repeats r > 1 (torchvision's RASampler), each image of that order is followed by its copies i + k * size
   // (k = 1 .. r - 1), and the epoch stops after `size` entries; a batch's copies are dealt to the ranks in turn.
-  static std::vector<size_t> epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle, size_t repeats = 1);
+  // With `balanced`, the order is `size` draws instead, each a class chosen uniformly among those with images and
+  // then one of its images, from the same hash(seed, epoch) stream.
+  static std::vector<size_t> epoch_order(size_t size, uint64_t seed, int64_t epoch, bool shuffle, size_t repeats = 1,
+                                         const ClassMembers* balanced = nullptr);
 
   size_t batches_per_epoch() const;
 

@@ -45,10 +45,15 @@ class FolderSource final : public ImageSource {
 };
 
 // The train split (ROOT/train_dir/<class>/*) or the eval split (ROOT/val_dir/* listed in ROOT/val_labels, or
-// ROOT/val_dir/<class>/* when that file does not exist). Classes come from the train folder's sub-folders and
-// must number model.num_classes (0: any number). `augment` picks the train transform or the eval one (default: the
+// ROOT/val_dir/<class>/* when that file does not exist). With data.val_fraction both come from one class-folder
+// set, ROOT/train_dir or, when that does not exist, ROOT itself: data.val_files (or, when empty, the files
+// choose_holdout picks) is the eval split, the rest the train split. Classes come from the train folder's sub-folders
+// and must number model.num_classes (0: any number). `augment` picks the train transform or the eval one (default: the
 // train one for the train split). Throws DataError for a missing or malformed layout.
 std::shared_ptr<const FolderSource> open_image_folder(const DataConfig& data, bool train, int64_t num_classes,
                                                       int64_t channels, std::optional<bool> augment = std::nullopt);
+
+// data.val_fraction's pick for this folder (data/holdout_split.hpp): what a new run records in data.val_files.
+std::vector<std::string> choose_validation_files(const DataConfig& data);
 
 }  // namespace trainer

@@ -1,0 +1,88 @@
+#include <cstdio>
+#include <cstdlib>
+
+#include "trainer/cli/commands.hpp"
+#include "trainer/cli/options.hpp"
+#include "trainer/engine/start_weights.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/platform/files.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// `trainer weights list [ARCH]` and `trainer weights get ARCH NAME`.
+struct WeightsArgs {
+  std::string arch;
+  std::string name;
+};
+
+int run_weights_list(const WeightsArgs& args) {
+  const WeightsHub hub = weights_hub_from_environment(nullptr);
+  if (!args.arch.empty()) model_row(args.arch);  // an unknown arch: a ConfigError listing the valid ones
+  std::printf("%-18s %-15s %-31s %9s %7s %6s  %s\n", "arch", "name", "file", "size", "top-1", "resize", "cached");
+  for (const ModelRow& row : model_rows()) {
+    if (!args.arch.empty() && row.name != args.arch) continue;
+    for (size_t i = 0; i < row.weights.size(); ++i) {
+      const PublishedWeights& w = row.weights[i];
+      std::error_code ec;
+      const bool cached = fs::is_regular_file(hub.cache_dir / w.file, ec);
+      const std::string name = w.name + (i + 1 == row.weights.size() ? " *" : "");
+      std::printf("%-18s %-15s %-31s %6.1f MB %6.2f%% %6lld  %s\n", row.name.c_str(), name.c_str(), w.file.c_str(),
+                  static_cast<double>(w.num_params) * 4 / 1e6, w.top1, static_cast<long long>(w.eval_resize),
+                  cached ? "yes" : "no");
+    }
+  }
+  const std::string mirror = hub.mirror.empty() ? "" : "; mirror " + hub.mirror;
+  std::printf(
+      "* DEFAULT. size: the float32 parameters (the file is a little larger); top-1: ImageNet-1k as torchvision "
+      "reports it, eval images resized to `resize`, center crop 224. Cache %s%s\n",
+      hub.cache_dir.string().c_str(), mirror.c_str());
+  return 0;
+}
+
+int run_weights_get(const WeightsArgs& args) {
+  ModelConfig model;
+  model.arch = args.arch;
+  model.weights = args.name;
+  const StartWeights start = locate_start_weights(model, weights_hub_from_environment([](const std::string& line) {
+                                                    std::printf("%s\n", line.c_str());
+                                                    std::fflush(stdout);
+                                                  }));
+  std::printf("%s\n", start.file.string().c_str());
+  return 0;
+}
+
+}  // namespace
+
+WeightsHub weights_hub_from_environment(std::function<void(const std::string&)> say) {
+  WeightsHub hub;
+  hub.cache_dir = hub_cache_dir(environment("TORCH_HOME"), environment("XDG_CACHE_HOME"), home_folder());
+  hub.mirror = environment("TRAINER_WEIGHTS_MIRROR");
+  hub.say = std::move(say);
+  return hub;
+}
+
+void add_weights_command(CLI::App& app, Commands& commands) {
+  CLI::App* cmd = app.add_subcommand(
+      "weights", "torchvision's published ImageNet weights: list them, or fetch one into PyTorch's hub cache");
+  cmd->require_subcommand(1);
+  auto args = std::make_shared<WeightsArgs>();
+  CLI::App* list = cmd->add_subcommand("list", "names, files, sizes and accuracy per arch, and whether each is cached");
+  list->add_option("arch", args->arch, "only this arch");
+  commands.push_back({list, [args] { return run_weights_list(*args); }});
+  CLI::App* get = cmd->add_subcommand(
+      "get", "fetch ARCH's NAME (or an address) into the cache ahead of time, for a machine that trains offline");
+  get->add_option("arch", args->arch, "model.arch, for example resnet50")->required();
+  get->add_option("name", args->name, "IMAGENET1K_V1, IMAGENET1K_V2, DEFAULT, or an http(s) address")->required();
+  commands.push_back({get, [args] { return run_weights_get(*args); }});
+}
+
+}  // namespace trainer

@@ -1,0 +1,188 @@
+// Fine-tuning's model-side knobs: optim.lr_mult's parameter groups and model.freeze's frozen layers.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <set>
+
+#include "trainer/data/loader/epoch_sampler.hpp"
+#include "trainer/data/sources/holdout_split.hpp"
+#include "trainer/engine/mix.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/models/frozen_layers.hpp"
+#include "trainer/optim/optimizer.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+ClassifierPtr mnist_cnn() {
+  ModelConfig m;
+  m.num_classes = 10;
+  torch::manual_seed(0);
+  return build_model(m, {28, 28, 1});
+}
+
+std::vector<std::string> names_in(const torch::optim::OptimizerParamGroup& group, const torch::nn::Module& model) {
+  std::vector<std::string> names;
+  for (const auto& p : group.params())
+    for (const auto& item : model.named_parameters())
+      if (item.value().is_same(p)) names.push_back(item.key());
+  return names;
+}
+
+TEST(LrMult, EachMultiplierHasItsGroupsAndTheLongestPatternWins) {
+  auto model = mnist_cnn();
+  OptimConfig o;
+  o.weight_decay = 1e-4;
+  o.lr_mult = {{"fc*", 2.0}, {"fc2.*", 10.0}};
+  auto opt = make_optimizer(o, *model);
+  const auto mult = lr_multipliers(o, *model);
+  ASSERT_EQ(mult, (std::vector<double>{1, 1, 2, 2, 10, 10}));
+  auto& groups = opt->param_groups();
+  ASSERT_EQ(groups.size(), 6u);
+  EXPECT_EQ(names_in(groups[0], *model), (std::vector<std::string>{"conv1.weight", "conv2.weight"}));
+  EXPECT_EQ(names_in(groups[1], *model), (std::vector<std::string>{"conv1.bias", "conv2.bias"}));
+  EXPECT_EQ(names_in(groups[4], *model), (std::vector<std::string>{"fc2.weight"}));
+  EXPECT_EQ(names_in(groups[5], *model), (std::vector<std::string>{"fc2.bias"}));
+  set_learning_rate(*opt, 0.1, mult);
+  const std::vector<double> expected{0.1, 0.1, 0.2, 0.2, 1.0, 1.0};
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const auto& options = static_cast<const torch::optim::SGDOptions&>(groups[k].options());
+    EXPECT_DOUBLE_EQ(options.lr(), expected[k]) << k;
+    EXPECT_DOUBLE_EQ(options.weight_decay(), k % 2 == 0 ? 1e-4 : 0.0) << k;
+  }
+  // Without lr_mult: the two groups every run had.
+  EXPECT_EQ(make_optimizer(OptimConfig{}, *model)->param_groups().size(), 2u);
+
+  o.lr_mult = {{"head.*", 10.0}};
+  EXPECT_THROW(make_optimizer(o, *model), ConfigError);
+  o.lr_mult = {{"fc2.*", -1.0}};
+  EXPECT_THROW(make_optimizer(o, *model), ConfigError);
+}
+
+ClassifierPtr small_resnet() {
+  ModelConfig m;
+  m.arch = "resnet18";
+  m.in_channels = 1;
+  m.stem = StemKind::small;
+  m.num_classes = 5;
+  torch::manual_seed(0);
+  return build_model(m, {28, 28, 1});
+}
+
+TEST(Freeze, FrozenParametersTakeNoStepAndTheirBatchNormKeepsItsStatistics) {
+  auto model = small_resnet();
+  FrozenLayers frozen(*model, {"conv1.*", "bn1.*", "layer1.*"});
+  frozen.set(true);
+  OptimConfig o;
+  o.weight_decay = 0.1;  // a frozen weight must not decay either
+  auto opt = make_optimizer(o, *model);
+  auto params = model->named_parameters();
+  auto buffers = model->named_buffers();
+  const auto conv1 = params["conv1.weight"].clone(), block = params["layer1.0.conv1.weight"].clone();
+  const auto fc = params["fc.weight"].clone(), stem_mean = buffers["bn1.running_mean"].clone();
+  const auto layer2_mean = buffers["layer2.0.bn1.running_mean"].clone();
+
+  model->train();
+  frozen.keep_norms_in_eval();
+  EXPECT_FALSE(model->named_modules()["bn1"]->is_training());
+  EXPECT_FALSE(model->named_modules()["layer1.1.bn2"]->is_training());
+  EXPECT_TRUE(model->named_modules()["layer2.0.bn1"]->is_training());
+  const auto loss =
+      torch::nn::functional::cross_entropy(model->forward(torch::randn({4, 1, 28, 28})), torch::tensor({0, 1, 2, 3}));
+  loss.backward();
+  opt->step();
+  EXPECT_FALSE(params["conv1.weight"].grad().defined());
+  EXPECT_TRUE(torch::equal(params["conv1.weight"], conv1));
+  EXPECT_TRUE(torch::equal(params["layer1.0.conv1.weight"], block));
+  EXPECT_TRUE(torch::equal(buffers["bn1.running_mean"], stem_mean));
+  EXPECT_FALSE(torch::equal(params["fc.weight"], fc));
+  EXPECT_FALSE(torch::equal(buffers["layer2.0.bn1.running_mean"], layer2_mean));
+
+  frozen.set(false);
+  model->train();
+  frozen.keep_norms_in_eval();
+  EXPECT_TRUE(model->named_modules()["bn1"]->is_training());
+  EXPECT_TRUE(params["conv1.weight"].requires_grad());
+
+  EXPECT_THROW(FrozenLayers(*model, {"layer9.*"}), ConfigError);
+}
+
+TEST(BalancedSampler, EveryClassIsDrawnAsOftenAndTheOrderIsAFunctionOfSeedAndEpoch) {
+  // 90 images of class 0, 10 of class 1.
+  auto members = std::make_shared<ClassMembers>(2);
+  for (size_t i = 0; i < 100; ++i) (*members)[i < 90 ? 0 : 1].push_back(i);
+  size_t rare = 0, draws = 0;
+  for (int64_t epoch = 0; epoch < 50; ++epoch) {
+    const auto order = EpochSampler::epoch_order(100, 7, epoch, true, 1, members.get());
+    ASSERT_EQ(order.size(), 100u);
+    for (const size_t i : order) rare += i >= 90, ++draws;
+  }
+  EXPECT_NEAR(static_cast<double>(rare) / static_cast<double>(draws), 0.5, 0.03);
+  EXPECT_EQ(EpochSampler::epoch_order(100, 7, 3, true, 1, members.get()),
+            EpochSampler::epoch_order(100, 7, 3, true, 1, members.get()));
+  EXPECT_NE(EpochSampler::epoch_order(100, 7, 3, true, 1, members.get()),
+            EpochSampler::epoch_order(100, 7, 4, true, 1, members.get()));
+  // Through the sampler, as a loader takes it: the batches are the order's, whatever the rank split.
+  SamplerOptions o;
+  o.size = 100;
+  o.batch_size = 10;
+  o.seed = 7;
+  o.epoch = 3;
+  o.balanced = members;
+  EpochSampler whole(o);
+  const auto first = *whole.next(10);
+  const auto order = EpochSampler::epoch_order(100, 7, 3, true, 1, members.get());
+  EXPECT_EQ(first, std::vector<size_t>(order.begin(), order.begin() + 10));
+}
+
+TEST(ClassWeights, WeighEachImagesLossByItsClass) {
+  torch::manual_seed(0);
+  const auto logits = torch::randn({6, 3});
+  const auto labels = torch::tensor({0, 0, 0, 0, 1, 2});
+  const auto weights = torch::tensor({0.5f, 2.0f, 2.0f});
+  const MixedBatch batch{torch::Tensor(), labels, {}, 1.0, false};
+  const auto per_image = torch::nn::functional::cross_entropy(
+      logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  const auto w = weights.index_select(0, labels);
+  const double expected = ((per_image * w).sum() / w.sum()).item<double>();
+  EXPECT_NEAR(mixed_cross_entropy(logits, batch, 0.0, weights).item<double>(), expected, 1e-6);
+  EXPECT_NEAR(mixed_cross_entropy(logits, batch, 0.0).item<double>(), per_image.mean().item<double>(), 1e-6);
+}
+
+FileList photos(const std::vector<int>& per_class) {
+  FileList files;
+  for (size_t c = 0; c < per_class.size(); ++c)
+    for (int i = 0; i < per_class[c]; ++i)
+      files.add("c" + std::to_string(c) + "/p" + std::to_string(i) + ".jpg", static_cast<int64_t>(c));
+  return files;
+}
+
+TEST(HoldoutSplit, IsStratifiedDisjointAndAFunctionOfItsSeedAndTheNames) {
+  const FileList files = photos({10, 5, 2});
+  const std::vector<std::string> names{"a", "b", "c"};
+  const auto held = choose_holdout(files, names, 0.2, 1);
+  std::map<char, int> per_class;
+  for (const auto& f : held) ++per_class[f[1]];
+  EXPECT_EQ(per_class, (std::map<char, int>{{'0', 2}, {'1', 1}, {'2', 1}}));  // at least 1, at most n - 1
+  EXPECT_EQ(choose_holdout(files, names, 0.2, 1), held);
+  EXPECT_NE(choose_holdout(files, names, 0.2, 2), held);
+  const HoldoutLists lists = split_holdout(files, held, "photos");
+  EXPECT_EQ(lists.val.size(), held.size());
+  EXPECT_EQ(lists.train.size() + lists.val.size(), files.size());
+  std::set<std::string> val;
+  for (size_t i = 0; i < lists.val.size(); ++i) val.insert(lists.val.path(i));
+  for (size_t i = 0; i < lists.train.size(); ++i) EXPECT_FALSE(val.count(lists.train.path(i))) << lists.train.path(i);
+  // More photos in one class leave the choice in the others as it was.
+  const auto more = choose_holdout(photos({11, 5, 2}), names, 0.2, 1);
+  for (const auto& f : held)
+    if (f[1] != '0') EXPECT_NE(std::find(more.begin(), more.end(), f), more.end()) << f;
+
+  EXPECT_THROW(choose_holdout(photos({3, 1}), names, 0.2, 1), DataError);
+  EXPECT_THROW(split_holdout(files, {"c9/gone.jpg"}, "photos"), DataError);
+  EXPECT_THROW(split_holdout(files, {held[0], held[0]}, "photos"), DataError);
+}
+
+}  // namespace
+}  // namespace trainer
