@@ -1,5 +1,7 @@
 #include "trainer/engine/start_weights.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
@@ -39,32 +41,34 @@ std::string names_of(const ModelRow& row) {
 StartWeights locate_start_weights(const ModelConfig& model, const WeightsHub& hub) {
   if (!model.weights.empty() && !model.init_from.empty())
     throw ConfigError("model.weights and model.init_from are both set; keep one (model.weights also takes a file)");
+  // model.init_from keeps its strict load (every key must fit); model.weights replaces another task's classifier.
   const bool legacy = model.weights.empty();
   const std::string& spec = legacy ? model.init_from : model.weights;
   const std::string key = legacy ? "model.init_from" : "model.weights";
   if (spec.empty()) return {};
+  auto found = [&](fs::path file, const std::string& about) {
+    return StartWeights{std::move(file), key + " " + spec + about, /*replace_head=*/!legacy};
+  };
   const ModelRow& row = model_row(model.arch);
-  if (const PublishedWeights* w = published(row, spec)) {
-    const fs::path file = fetch_into_cache(hub, torchvision_weights_address() + w->file, w->file);
-    return {file, key + " " + spec + " (" + w->file + ", torchvision's ImageNet-1k weights, top-1 " +
-                      std::to_string(w->top1).substr(0, 6) + "%)"};
-  }
+  if (const PublishedWeights* w = published(row, spec))
+    return found(
+        fetch_into_cache(hub, torchvision_weights_address() + w->file, w->file),
+        " (" + w->file + ", torchvision's ImageNet-1k weights, top-1 " + fmt::format("{:.3f}", w->top1) + "%)");
   if (is_address(spec)) {
-    const std::string name = address_file_name(spec);
     WeightsHub direct = hub;
     direct.mirror.clear();  // the mirror stands in for torchvision's address, not for the user's own
-    return {fetch_into_cache(direct, spec, name), key + " " + spec};
+    return found(fetch_into_cache(direct, spec, address_file_name(spec)), "");
   }
   std::error_code ec;
-  if (fs::is_regular_file(spec, ec)) return {fs::path(spec), key + " " + spec};
+  if (fs::is_regular_file(spec, ec)) return found(spec, "");
   if (looks_like_a_name(spec))
     throw ConfigError(key + ": " + model.arch + " has no published weights named " + spec +
                       (row.weights.empty() ? " (torchvision publishes none for " + model.arch + ")"
                                            : " (torchvision's: " + names_of(row) + ")") +
                       ", and no file of that name exists");
-  throw ConfigError(key + ": no file " + spec +
-                    " (expected a weights name such as IMAGENET1K_V2, an http(s) address "
-                    "or a .pth/.bin/.safetensors file)");
+  throw WeightsError(spec + ": no such file (" + key +
+                     " takes a weights name such as IMAGENET1K_V2, an http(s) address or a .pth, .bin or .safetensors "
+                     "file)");
 }
 
 WeightsReport load_start_weights(Classifier& model, const ModelConfig& config, const StartWeights& start,
@@ -76,7 +80,8 @@ WeightsReport load_start_weights(Classifier& model, const ModelConfig& config, c
   std::vector<std::string> exclude = config.init_exclude;
   std::vector<std::string> replaced;
   int64_t their_classes = 0;
-  const auto& head = model_row(config.arch).head;
+  const std::vector<std::string> none;
+  const auto& head = start.replace_head ? model_row(config.arch).head : none;
   for (const auto& [name, mine] : model_state(model)) {
     const auto it = theirs.find(name);
     const bool in_head = std::any_of(head.begin(), head.end(), [&](const auto& p) { return glob_match(p, name); });

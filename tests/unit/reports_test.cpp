@@ -105,6 +105,13 @@ void expect_schema_matches(const nlohmann::json& value, const nlohmann::json& sc
     // A section that may also be a bare name (data.augment.auto_augment): its object is the anyOf's second form.
     const auto& p =
         schema["properties"][key].contains("anyOf") ? schema["properties"][key]["anyOf"][1] : schema["properties"][key];
+    // A map of names to numbers (optim.lr_mult) is an object field, not a section.
+    if (v.is_object() && p.contains("additionalProperties") && p["additionalProperties"].is_object()) {
+      EXPECT_EQ(p["type"], "object") << path + key;
+      EXPECT_EQ(p["additionalProperties"]["type"], "number") << path + key;
+      EXPECT_EQ(p["default"], v) << path + key;
+      continue;
+    }
     if (v.is_object()) {
       EXPECT_EQ(p["type"], "object") << path + key;
       EXPECT_EQ(p["additionalProperties"], false) << path + key;

@@ -89,7 +89,7 @@ TEST(StartWeights, NamesResolveInTheCacheAndBadSpecsSayWhatIsValid) {
     EXPECT_NE(std::string(e.what()).find("IMAGENET1K_V1, IMAGENET1K_V2, DEFAULT"), std::string::npos) << e.what();
   }
   m.weights = (dir / "nothing.pth").string();
-  EXPECT_THROW(locate_start_weights(m, hub), ConfigError);
+  EXPECT_THROW(locate_start_weights(m, hub), WeightsError);
   m.init_from = "a.pth";
   EXPECT_THROW(locate_start_weights(m, hub), ConfigError);  // both set
   m.weights.clear();
@@ -106,7 +106,7 @@ TEST(StartWeights, AnotherTasksClassifierIsReplacedAndEverythingElseLoaded) {
   auto mine = build_model(small_resnet(7), {28, 28, 1});
   const torch::Tensor fresh_fc = mine->named_parameters()["fc.weight"].clone();
   std::string said;
-  const WeightsReport r = load_start_weights(*mine, small_resnet(7), {dir / "w.safetensors", "test"},
+  const WeightsReport r = load_start_weights(*mine, small_resnet(7), {dir / "w.safetensors", "test", true},
                                              [&](const std::string& s) { said += s; });
   EXPECT_EQ(said,
             "the weights' classifier has 1000 classes, this run 7: fc.weight, fc.bias replaced, freshly "
@@ -118,7 +118,7 @@ TEST(StartWeights, AnotherTasksClassifierIsReplacedAndEverythingElseLoaded) {
   // The same classes: the classifier is taken too.
   auto same = build_model(small_resnet(1000), {28, 28, 1});
   said.clear();
-  load_start_weights(*same, small_resnet(1000), {dir / "w.safetensors", "test"},
+  load_start_weights(*same, small_resnet(1000), {dir / "w.safetensors", "test", true},
                      [&](const std::string& s) { said += s; });
   EXPECT_EQ(said, "");
   EXPECT_TRUE(torch::equal(same->named_parameters()["fc.weight"], imagenet->named_parameters()["fc.weight"]));
