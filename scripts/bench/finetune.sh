@@ -38,7 +38,7 @@ common=(--set data.kind=imagenet --set data.batch_size=32 --set data.eval_batch_
 printf '{"$schema": "schema.json"}\n' > $work/base.json
 $bin --config $work/base.json "${common[@]}" --set data.root=$work/pre --set optim.lr=0.1 \
   --set optim.weight_decay=0.0001 --set schedule.kind=cosine --set train.epochs="${PRE_EPOCHS:-3}" \
-  -o $work/pretrain > $work/pretrain.log
+  -o $work/pretrain > $work/pretrain.log || { tail -3 $work/pretrain.log >&2; exit 1; }
 grep -o "finished.*best top1 [0-9.]*" $work/pretrain.log | sed 's/^/pretraining: /'
 $bin export --checkpoint $work/pretrain/best.pt --output $work/pre.safetensors > /dev/null
 
@@ -64,7 +64,7 @@ for seed in $(seq "$seeds"); do
     [[ $variant == frozen ]] && extra+=(--set 'model.freeze=["conv1.*","bn1.*","layer*"]')
     out=$work/$variant-$seed
     TORCH_HOME=$work/th-$variant-$seed $bin --config $work/base.json "${tune[@]}" "${extra[@]}" \
-      --set run.seed=$seed -o $out > $out.log 2>&1
+      --set run.seed=$seed -o $out > $out.log 2>&1 || { echo "$variant seed $seed failed:" >&2; tail -3 $out.log >&2; exit 1; }
     [[ $variant == pretrained && $seed == 1 ]] && grep -o "$name: [0-9.]* MB in .*/s)" $out.log | sed 's/^/download: /'
     val=$(grep -o "best top1 [0-9.]*" $out.log | tail -1 | awk '{print $3}')
     test=$($bin eval --checkpoint $out/best.pt --config $work/base.json "${common[@]}" --set data.root=$work/test \

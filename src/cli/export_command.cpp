@@ -121,7 +121,9 @@ int run_export(const ExportArgs& args) {
     throw CheckpointError(args.checkpoint +
                           ": records no input shape (written by an older trainer); resume it to re-save");
   auto model = model_from_checkpoint(checkpoint, c.model, input, args.ema);
-  model->to(torch::kCPU, torch::kFloat);
+  // The device only: Module::to(dtype) would make the integer buffers (num_batches_tracked) float as well, and
+  // the exported file would then not load back into a model strictly. float_copies makes the floats float32.
+  model->to(torch::kCPU);
   model->eval();
   const std::optional<LayerGraph> graph = model->inference_graph();
   if (format.needs_graph && !graph)

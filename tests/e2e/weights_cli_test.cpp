@@ -95,6 +95,22 @@ TEST(InitFrom, ANewRunStartsFromTheGivenWeights) {
   EXPECT_GT(max_difference(read_safetensors(run.dir / "c.safetensors").tensors, a_weights), 1e-3);
 }
 
+// A ResNet's export keeps its integer buffers integer, so the file starts another run (model.weights) as it is.
+TEST(Export, KeepsIntegerBuffersSoTheFileStartsANewRun) {
+  SmallRun run(json{{"model", {{"arch", "resnet18"}, {"in_channels", 1}, {"stem", "small"}}},
+                    {"data", {{"limit_train", 64}, {"limit_eval", 64}}},
+                    {"train", {{"epochs", 1}}}});
+  ASSERT_EQ(trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "a").string()).exit_code, 0);
+  ASSERT_EQ(trainer_cli(export_cmd(run.dir / "a" / "last.pt", run.dir / "a.safetensors")).exit_code, 0);
+  const TensorFile file = read_safetensors(run.dir / "a.safetensors");
+  for (const auto& [name, t] : file.tensors)
+    if (name.find("num_batches_tracked") != std::string::npos) EXPECT_EQ(t.scalar_type(), torch::kLong) << name;
+  const auto started = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "b").string() +
+                                   " --set model.weights=" + (run.dir / "a.safetensors").string());
+  ASSERT_EQ(started.exit_code, 0) << started.output;
+  EXPECT_NE(started.output.find("loaded 122 tensors"), std::string::npos) << started.output;
+}
+
 TEST(InitFrom, AMismatchedHeadFailsListingKeysAndExcludingItWorksInTheSameFolder) {
   SmallRun run(json{{"train", {{"epochs", 1}}}});
   ASSERT_EQ(
