@@ -36,7 +36,7 @@ common=(--set data.kind=imagenet --set data.batch_size=32 --set data.eval_batch_
 
 # ---- 1. pretraining ----
 printf '{"$schema": "schema.json"}\n' > $work/base.json
-$bin --config $work/base.json "${common[@]}" --set data.root=$work/pre --set optim.lr=0.1 \
+$bin --config $work/base.json "${common[@]}" --set data.root=$work/pre --set optim.lr=0.02 --set schedule.warmup_epochs=1 \
   --set optim.weight_decay=0.0001 --set schedule.kind=cosine --set train.epochs="${PRE_EPOCHS:-3}" \
   -o $work/pretrain > $work/pretrain.log || { tail -3 $work/pretrain.log >&2; exit 1; }
 grep -o "finished.*best top1 [0-9.]*" $work/pretrain.log | sed 's/^/pretraining: /'

@@ -4,6 +4,7 @@
 #include "trainer/cli/commands.hpp"
 #include "trainer/cli/options.hpp"
 #include "trainer/engine/start_weights.hpp"
+#include "trainer/io/download.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/platform/files.hpp"
 
@@ -40,7 +41,8 @@ int run_weights_list(const WeightsArgs& args) {
                   cached ? "yes" : "no");
     }
   }
-  const std::string mirror = hub.mirror.empty() ? "" : "; mirror " + hub.mirror;
+  const std::string mirror = (hub.mirror.empty() ? "" : "; mirror " + hub.mirror) +
+                             (can_download() ? "" : "; this build cannot download (no libcurl): put files there");
   std::printf(
       "* DEFAULT. size: the float32 parameters (the file is a little larger); top-1: ImageNet-1k as torchvision "
       "reports it, eval images resized to `resize`, center crop 224. Cache %s%s\n",

@@ -42,7 +42,9 @@ std::string address_file_name(const std::string& address) {
   const size_t scheme = path.find("://");
   const size_t slash = path.rfind('/');
   const std::string name = slash == std::string::npos || slash < scheme + 3 ? "" : path.substr(slash + 1);
-  if (name.empty() || name == "." || name == "..")
+  // The name becomes a path in the cache: nothing that could leave it (Windows also splits at a backslash, and a
+  // colon names a drive or a stream).
+  if (name.empty() || name == "." || name == ".." || name.find_first_of("\\:") != std::string::npos)
     throw ConfigError("model.weights: the address " + address + " names no file (expected .../NAME.pth)");
   return name;
 }

@@ -54,6 +54,9 @@ TEST(WeightsHub, AddressFileNameAndCacheFolder) {
   EXPECT_EQ(address_file_name("https://host/models/r-1a2b.pth?token=x#f"), "r-1a2b.pth");
   EXPECT_THROW(address_file_name("https://host/models/"), ConfigError);
   EXPECT_THROW(address_file_name("https://host"), ConfigError);
+  EXPECT_THROW(address_file_name("https://host/m/.."), ConfigError);
+  EXPECT_THROW(address_file_name("https://host/m/..\\..\\x.pth"), ConfigError);
+  EXPECT_THROW(address_file_name("https://host/m/C:x.pth"), ConfigError);
   EXPECT_TRUE(is_address("http://h/x.pth") && is_address("https://h/x.pth") && is_address("file:///x.pth"));
   EXPECT_FALSE(is_address("runs/x.pth"));
   EXPECT_EQ(hub_cache_dir("/t", "/x", "/home/u"), fs::path("/t/hub/checkpoints"));
