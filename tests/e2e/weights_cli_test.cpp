@@ -104,7 +104,9 @@ TEST(Export, KeepsIntegerBuffersSoTheFileStartsANewRun) {
   ASSERT_EQ(trainer_cli(export_cmd(run.dir / "a" / "last.pt", run.dir / "a.safetensors")).exit_code, 0);
   const TensorFile file = read_safetensors(run.dir / "a.safetensors");
   for (const auto& [name, t] : file.tensors)
-    if (name.find("num_batches_tracked") != std::string::npos) EXPECT_EQ(t.scalar_type(), torch::kLong) << name;
+    if (name.find("num_batches_tracked") != std::string::npos) {
+      EXPECT_EQ(t.scalar_type(), torch::kLong) << name;
+    }
   const auto started = trainer_cli("--config " + run.config.string() + " -o " + (run.dir / "b").string() +
                                    " --set model.weights=" + (run.dir / "a.safetensors").string());
   ASSERT_EQ(started.exit_code, 0) << started.output;

@@ -177,7 +177,9 @@ TEST(HoldoutSplit, IsStratifiedDisjointAndAFunctionOfItsSeedAndTheNames) {
   // More photos in one class leave the choice in the others as it was.
   const auto more = choose_holdout(photos({11, 5, 2}), names, 0.2, 1);
   for (const auto& f : held)
-    if (f[1] != '0') EXPECT_NE(std::find(more.begin(), more.end(), f), more.end()) << f;
+    if (f[1] != '0') {
+      EXPECT_NE(std::find(more.begin(), more.end(), f), more.end()) << f;
+    }
 
   EXPECT_THROW(choose_holdout(photos({3, 1}), names, 0.2, 1), DataError);
   EXPECT_THROW(split_holdout(files, {"c9/gone.jpg"}, "photos"), DataError);
