@@ -21,6 +21,22 @@ inline nlohmann::json small_run_config(const fs::path& data_root) {
       {"train", {{"epochs", 2}, {"log_every", 4}}}};
 }
 
+// resnet18 with the small stem on 32 px crops of an image folder at `root`; model.num_classes left to the data,
+// as the shipped folder configs do.
+inline nlohmann::json small_folder_config(const fs::path& root) {
+  return {{"run", {{"seed", 4}, {"threads", 2}}},
+          {"data",
+           {{"kind", "imagenet"},
+            {"root", root.string()},
+            {"batch_size", 4},
+            {"eval_batch_size", 4},
+            {"workers", 2},
+            {"augment", {{"image_size", 32}}}}},
+          {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"stem", "small"}}},
+          {"optim", {{"lr", 0.05}}},
+          {"train", {{"epochs", 2}, {"log_every", 1}}}};
+}
+
 struct SmallRun {
   TempDir dir;
   fs::path config;

@@ -28,19 +28,8 @@ struct PhotoRun {
   explicit PhotoRun(json overrides = json::object()) {
     testing::write_image_folder(dir / "tmp", {3, 8, 1, true});
     fs::rename(dir / "tmp" / "train", dir / "my_photos");
-    json c = {{"run", {{"seed", 4}, {"threads", 2}}},
-              {"data",
-               {{"kind", "imagenet"},
-                {"root", (dir / "my_photos").string()},
-                {"val_fraction", 0.25},
-                {"split_seed", 5},
-                {"batch_size", 4},
-                {"eval_batch_size", 4},
-                {"workers", 2},
-                {"augment", {{"image_size", 32}}}}},
-              {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"stem", "small"}}},
-              {"optim", {{"lr", 0.05}}},
-              {"train", {{"epochs", 1}, {"log_every", 1}}}};
+    json c = testing::small_folder_config(dir / "my_photos");
+    c.merge_patch(json{{"data", {{"val_fraction", 0.25}, {"split_seed", 5}}}, {"train", {{"epochs", 1}}}});
     c.merge_patch(overrides);
     config = dir / "config.json";
     write_text(config, c.dump(2));

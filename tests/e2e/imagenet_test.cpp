@@ -20,17 +20,7 @@ struct FolderRun {
   fs::path config;
   explicit FolderRun(json overrides = json::object(), ImageFolderSpec spec = {}) {
     write_image_folder(dir / "imagenet", spec);
-    json c = {{"run", {{"seed", 4}, {"threads", 2}}},
-              {"data",
-               {{"kind", "imagenet"},
-                {"root", (dir / "imagenet").string()},
-                {"batch_size", 4},
-                {"eval_batch_size", 4},
-                {"workers", 2},
-                {"augment", {{"image_size", 32}}}}},
-              {"model", {{"arch", "resnet18"}, {"in_channels", 3}, {"stem", "small"}}},
-              {"optim", {{"lr", 0.05}}},
-              {"train", {{"epochs", 2}, {"log_every", 1}}}};
+    json c = testing::small_folder_config(dir / "imagenet");
     c.merge_patch(overrides);
     config = dir / "config.json";
     write_text(config, c.dump(2));
