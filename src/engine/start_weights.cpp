@@ -84,8 +84,7 @@ WeightsReport load_start_weights(Classifier& model, const ModelConfig& config, c
   const auto& head = start.replace_head ? model_row(config.arch).head : none;
   for (const auto& [name, mine] : model_state(model)) {
     const auto it = theirs.find(name);
-    const bool in_head = std::any_of(head.begin(), head.end(), [&](const auto& p) { return glob_match(p, name); });
-    if (!in_head || it == theirs.end() || it->second->sizes() == mine.sizes()) continue;
+    if (!glob_match_any(head, name) || it == theirs.end() || it->second->sizes() == mine.sizes()) continue;
     replaced.push_back(name);
     exclude.push_back(name);
     if (it->second->dim() >= 1) their_classes = it->second->size(0);

@@ -7,11 +7,14 @@
 
 namespace trainer {
 
+bool is_batch_norm(const torch::nn::Module& m) {
+  return m.as<torch::nn::BatchNorm1d>() || m.as<torch::nn::BatchNorm2d>() || m.as<torch::nn::BatchNorm3d>() ||
+         m.as<SyncBatchNorm2d>();
+}
+
 bool has_batch_norm(const torch::nn::Module& model) {
   for (const auto& m : model.modules(/*include_self=*/true))
-    if (m->as<torch::nn::BatchNorm1d>() || m->as<torch::nn::BatchNorm2d>() || m->as<torch::nn::BatchNorm3d>() ||
-        m->as<SyncBatchNorm2d>())
-      return true;
+    if (is_batch_norm(*m)) return true;
   return false;
 }
 

@@ -1,27 +1,10 @@
 #include "trainer/models/frozen_layers.hpp"
 
-#include <torch/nn/modules/batchnorm.h>
-
-#include "trainer/models/sync_batch_norm.hpp"
+#include "trainer/models/classifier.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/glob.hpp"
 
 namespace trainer {
-
-namespace {
-
-bool matches_any(const std::vector<std::string>& patterns, const std::string& name) {
-  for (const auto& p : patterns)
-    if (glob_match(p, name)) return true;
-  return false;
-}
-
-bool is_batch_norm(const torch::nn::Module& m) {
-  return m.as<torch::nn::BatchNorm1d>() || m.as<torch::nn::BatchNorm2d>() || m.as<torch::nn::BatchNorm3d>() ||
-         m.as<SyncBatchNorm2d>();
-}
-
-}  // namespace
 
 FrozenLayers::FrozenLayers(torch::nn::Module& model, const std::vector<std::string>& patterns) {
   for (const auto& pattern : patterns) {
@@ -30,9 +13,10 @@ FrozenLayers::FrozenLayers(torch::nn::Module& model, const std::vector<std::stri
     if (!used) throw ConfigError("model.freeze: pattern \"" + pattern + "\" matches no parameter of the model");
   }
   for (const auto& item : model.named_parameters())
-    if (matches_any(patterns, item.key())) parameters_.push_back(item.value());
+    if (glob_match_any(patterns, item.key())) parameters_.push_back(item.value());
   for (const auto& item : model.named_modules("", /*include_self=*/false))
-    if (is_batch_norm(*item.value()) && matches_any(patterns, item.key() + ".weight")) norms_.push_back(item.value());
+    if (is_batch_norm(*item.value()) && glob_match_any(patterns, item.key() + ".weight"))
+      norms_.push_back(item.value());
 }
 
 void FrozenLayers::set(bool frozen) {

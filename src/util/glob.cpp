@@ -75,4 +75,10 @@ bool glob_match(const std::string& pattern, const std::string& text) {
   return p == pattern.size();
 }
 
+bool glob_match_any(const std::vector<std::string>& patterns, const std::string& text) {
+  for (const auto& pattern : patterns)
+    if (glob_match(pattern, text)) return true;
+  return false;
+}
+
 }  // namespace trainer

@@ -22,6 +22,9 @@ class Classifier : public torch::nn::Module {
 
 using ClassifierPtr = std::shared_ptr<Classifier>;
 
+// Whether `module` itself is a BatchNorm layer (1-, 2- or 3-d, or the synchronised one).
+bool is_batch_norm(const torch::nn::Module& module);
+
 // Whether any submodule is a BatchNorm layer (1-, 2- or 3-d), which cannot train on a batch of one image.
 bool has_batch_norm(const torch::nn::Module& model);
 

@@ -6,9 +6,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace trainer {
 
 bool glob_match(const std::string& pattern, const std::string& text);
+
+// Whether any of `patterns` matches `text` (model.freeze, a model row's head).
+bool glob_match_any(const std::vector<std::string>& patterns, const std::string& text);
 
 }  // namespace trainer
