@@ -12,6 +12,7 @@ packages=(
   libonnx-dev python3-onnx  # ONNX export (protobuf classes, checker) and its Python-side check
   libgloo-dev             # headers of Gloo, which LibTorch's c10d process group (linked in libtorch) includes
   libcurl4-openssl-dev    # model.weights: downloads of published weights
+  libjpeg62-turbo-dev     # libjpeg-turbo: the partial JPEG decode
   dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist, the demo's dataset
   python3 python3-torch python3-torchvision
 )

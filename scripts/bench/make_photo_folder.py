@@ -3,9 +3,10 @@
 
 Each class is one of scikit-image's sample photographs (Debian's python3-skimage ships them); its images are
 random crops of 40-100% of the photo, resized so the longer side is 500 px (ImageNet's typical 500x375 and
-500x333) or, for one in eight, 800-1200 px (ImageNet has large images too), saved as JPEG quality 90. Each image is
-a function of (seed, class, index) alone, so the folder is the same whatever --jobs processes write it.
-    make_photo_folder.py PHOTO_DIR OUT [--per-class 50] [--val-per-class 2] [--seed 0] [--jobs N]
+500x333) or, for one in eight, 800-1200 px (ImageNet has large images too), saved as JPEG quality 90. With
+--longer 4032 every image is phone-sized instead (4032x3024 is 12 megapixels). Each image is a function of
+(seed, class, index) alone, so the folder is the same whatever --jobs processes write it.
+    make_photo_folder.py PHOTO_DIR OUT [--per-class 50] [--val-per-class 2] [--seed 0] [--jobs N] [--longer PX]
 """
 import argparse
 import multiprocessing
@@ -20,7 +21,7 @@ PHOTOS = ["astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "motorcycl
 
 def write_images(job):
     """Writes the images [first, end) of class c: indices below per_class go to train/, the rest to val/."""
-    photo_dir, out, seed, c, first, end, per_class, val_per_class = job
+    photo_dir, out, seed, c, first, end, per_class, val_per_class, fixed_longer = job
     photo = Image.open(os.path.join(photo_dir, PHOTOS[c])).convert("RGB")
     w, h = photo.size
     wnid = "n%08d" % (c + 1)
@@ -32,6 +33,8 @@ def write_images(job):
         ch = min(h, int(cw / aspect))
         x, y = rng.randint(0, w - cw), rng.randint(0, h - ch)
         longer = rng.randint(800, 1200) if rng.random() < 0.125 else 500
+        if fixed_longer:
+            longer = fixed_longer
         s = longer / max(cw, ch)
         img = photo.crop((x, y, x + cw, y + ch)).resize((max(1, round(cw * s)), max(1, round(ch * s))),
                                                         Image.BILINEAR)
@@ -53,6 +56,7 @@ def main():
     ap.add_argument("--val-per-class", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1, help="processes writing images (the folder is the same)")
+    ap.add_argument("--longer", type=int, default=0, help="every image's longer side in pixels (0: ImageNet's sizes)")
     args = ap.parse_args()
     os.makedirs(os.path.join(args.out, "val"), exist_ok=True)
     for c in range(len(PHOTOS)):
@@ -60,7 +64,7 @@ def main():
     per_image = args.per_class + args.val_per_class
     chunk = 50
     jobs = [(args.photo_dir, args.out, args.seed, c, first, min(per_image, first + chunk), args.per_class,
-             args.val_per_class) for c in range(len(PHOTOS)) for first in range(0, per_image, chunk)]
+             args.val_per_class, args.longer) for c in range(len(PHOTOS)) for first in range(0, per_image, chunk)]
     if args.jobs > 1:
         with multiprocessing.Pool(args.jobs) as pool:
             pool.map(write_images, jobs)

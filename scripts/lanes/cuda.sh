@@ -38,7 +38,7 @@ CONTROL
 fi
 lane_install "$root" build-essential cmake ninja-build pkg-config libtorch-cuda-dev nvidia-cuda-toolkit libcuda1 \
   libopenblas0-pthread libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-cuda-dev libnccl-dev \
-  libcurl4-openssl-dev \
+  libcurl4-openssl-dev libjpeg62-turbo-dev \
   python3 python3-torch-cuda python3-torchvision
 
 # The stub cuDNN: one function per cuDNN symbol that libtorch_cuda and libtorch_python (python3-torch-cuda, for

@@ -13,7 +13,7 @@ root=$(lane_root trixie trixie "main contrib non-free non-free-firmware")
 trap 'lane_unmount "$root"' EXIT
 lane_mounts "$root"
 lane_install "$root" build-essential cmake ninja-build pkg-config libtorch-dev libopenblas0-pthread \
-  libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-dev libonnx-dev libcurl4-openssl-dev \
+  libcli11-dev libspdlog-dev nlohmann-json3-dev libopencv-dev libgtest-dev zlib1g-dev libgloo-dev libonnx-dev libcurl4-openssl-dev libjpeg62-turbo-dev \
   python3 python3-torch python3-torchvision python3-onnx python3-onnxruntime
 lane_log "root ready in $(( $(date +%s) - start ))s"
 

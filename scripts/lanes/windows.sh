@@ -74,6 +74,8 @@ if [[ $part == all || $part == compile ]]; then
   ln -s /usr/include/opencv4/opencv2 $headers/opencv2
   # libcurl's headers are the same on every system (curl/system.h picks the Windows types under MinGW).
   ln -s /usr/include/x86_64-linux-gnu/curl $headers/curl
+  # libjpeg-turbo's (jconfig.h is this machine's build of it, close to the Windows one: 8-bit samples, extensions).
+  for h in jpeglib.h jmorecfg.h jerror.h x86_64-linux-gnu/jconfig.h; do ln -s /usr/include/$h $headers/$(basename $h); done
   # The second shim (scripts/lanes/windows-shims/mingw_libtorch.h says why), found before the original.
   patched=$repo/build/lane-windows-patched/torch/csrc/jit/ir
   mkdir -p $patched

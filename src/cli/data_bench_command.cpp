@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "trainer/data/device/device_stager.hpp"
 #include "trainer/data/device/model_input.hpp"
 #include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/loader/pipeline_profile.hpp"
 #include "trainer/data/pixels/image_decode.hpp"
 #include "trainer/data/pixels/random_erasing.hpp"
 #include "trainer/data/sources/data_kinds.hpp"
@@ -74,12 +76,13 @@ std::function<std::unique_ptr<Loader>()> loader_maker(const DataBenchArgs& a, co
                                                       std::shared_ptr<const ImageSource> source,
                                                       std::shared_ptr<BadSamples> bad, size_t batch_size,
                                                       const torch::Device& target,
-                                                      std::shared_ptr<const DecodeIntake> intake) {
+                                                      std::shared_ptr<const DecodeIntake> intake,
+                                                      std::shared_ptr<PipelineProfile> profile) {
   const size_t workers = static_cast<size_t>(c.data.workers);
   if (a.eval)
     return [=] {
       return make_eval_loader(source, batch_size, workers, static_cast<size_t>(c.data.prefetch),
-                              /*pin_memory=*/target.is_cuda(), bad, intake);
+                              /*pin_memory=*/target.is_cuda(), bad, intake, profile);
     };
   return [=] {
     TrainLoaderOptions o;
@@ -89,8 +92,43 @@ std::function<std::unique_ptr<Loader>()> loader_maker(const DataBenchArgs& a, co
     o.pin_memory = target.is_cuda();
     o.intake = intake;
     o.bad = bad;
+    o.profile = profile;
     return make_train_loader(source, c.data, o);
   };
+}
+
+std::string fixed(double value, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Per worker: median milliseconds per image of each stage, each stage's share of the worker's time, and the share
+// of the files' pixels decoded; and the median time to get a batch's memory. Warm-up batches included.
+nlohmann::json stage_report(const PipelineProfile& profile) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const WorkerProfile& w : profile.workers()) {
+    nlohmann::json median, share;
+    double busy = 0;
+    for (double t : w.total_s) busy += t;
+    for (size_t k = 0; k < kSampleStages; ++k) {
+      median[sample_stage_name(k)] = w.median_ms[k];
+      share[sample_stage_name(k)] = busy > 0 ? w.total_s[k] / busy : 0.0;
+    }
+    workers.push_back(
+        {{"images", w.samples},
+         {"median_ms", median},
+         {"time_share", share},
+         {"decoded_pixel_share",
+          w.pixels_full > 0 ? static_cast<double>(w.pixels_decoded) / static_cast<double>(w.pixels_full) : 0.0}});
+  }
+  return {{"workers", workers}, {"batch_memory_ms", 1000.0 * median_of(profile.batch_memory_s())}};
 }
 
 // The pipeline as a run builds it, through what a step does with a batch before the model (to the device,
@@ -106,21 +144,22 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   const std::shared_ptr<BatchDecoder> decoder = decode.decoder;
   const torch::Device target = decoder ? device : torch::Device(torch::kCPU);
   const auto norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, target);
-  const auto next_loader = loader_maker(a, c, source, bad, batch_size, target, decoder);
+  auto profile = std::make_shared<PipelineProfile>();
+  const auto next_loader = loader_maker(a, c, source, bad, batch_size, target, decoder, profile);
   const bool channels_last = wants_channels_last(c.model, target);
   const int64_t total = a.warmup + a.batches;
   int64_t seen = 0, images = 0;
   double normalize_s = 0;
   Clock::time_point start = Clock::now();
-  torch::Tensor last;
+  torch::Tensor last, input_buffer;
   while (seen < total) {
     auto loader = next_loader();
     const StageDecode stage{decoder.get(), {bad, a.eval ? BadSlot::drop : BadSlot::replace}};
     for_each_device_batch(*loader, target, stage, std::numeric_limits<size_t>::max(), [&](ImageBatch& batch) {
       const auto before = Clock::now();
-      auto x = to_model_input(batch.images, norm, channels_last);
+      auto x = to_model_input(batch.images, norm, channels_last, &input_buffer);
       if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
-      last = x;
+      if (target.is_cuda()) last = x;  // (on the CPU, holding it would keep to_model_input from reusing it)
       if (++seen == a.warmup) {
         if (target.is_cuda()) x.sum().item<float>();  // the warm-up's device work done before the clock starts
         start = Clock::now();
@@ -144,7 +183,9 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   out["images"] = images;
   out["bad_images"] = bad->distinct();
   out["normalize_ms_per_batch"] = 1000.0 * normalize_s / static_cast<double>(a.batches);
-  return static_cast<double>(images) / seconds_since(start);
+  const double rate = static_cast<double>(images) / seconds_since(start);
+  out["stages"] = stage_report(*profile);
+  return rate;
 }
 
 void print_data_bench(const DataBenchArgs& a, const nlohmann::json& out, size_t workers) {
@@ -158,9 +199,26 @@ void print_data_bench(const DataBenchArgs& a, const nlohmann::json& out, size_t 
                             : "train pipeline",
               out["images_per_s"].get<double>(), static_cast<long long>(out["images"].get<int64_t>()),
               std::max<size_t>(1, workers), out["peak_rss_mib"].get<double>());
-  if (!a.decode_only)
-    std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
-                out["normalize_ms_per_batch"].get<double>());
+  if (a.decode_only) return;
+  std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
+              out["normalize_ms_per_batch"].get<double>());
+  const nlohmann::json& stages = out["stages"];
+  std::printf("  batch memory: %.3f ms per batch (median: a recycled batch, or a new one)\n",
+              stages["batch_memory_ms"].get<double>());
+  size_t n = 0;
+  for (const auto& w : stages["workers"]) {
+    std::string medians, shares;
+    for (size_t k = 0; k < kSampleStages; ++k) {
+      const char* name = sample_stage_name(k);
+      medians += std::string(k ? ", " : "") + name + " " + fixed(w["median_ms"][name].get<double>(), 2);
+      shares += std::string(k ? ", " : "") + name + " " + fixed(100.0 * w["time_share"][name].get<double>(), 0) + "%";
+    }
+    std::printf(
+        "  worker %zu: %zu images; ms per image (median): %s; share of its time: %s; decoded %.0f%% of the "
+        "files' pixels\n",
+        ++n, w["images"].get<size_t>(), medians.c_str(), shares.c_str(),
+        100.0 * w["decoded_pixel_share"].get<double>());
+  }
 }
 
 }  // namespace

@@ -54,8 +54,9 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   torch::Tensor confusion = options.confusion ? torch::zeros({classes * classes}, torch::kInt64) : torch::Tensor();
   EvalResult result;
   const StageDecode decode{options.decoder.get(), {options.bad, BadSlot::drop}};
+  torch::Tensor input_buffer;
   for_each_device_batch(*loader, options.device, decode, [&](ImageBatch& batch) {
-    const auto x = to_model_input(batch.images, options.norm, options.channels_last);
+    const auto x = to_model_input(batch.images, options.norm, options.channels_last, &input_buffer);
     const auto y = batch.labels.to(options.device, /*non_blocking=*/true);
     const torch::Tensor logits = float_logits(model, x, options.device.type(), options.autocast);
     // A dropped slot (label kDroppedLabel) adds no loss, matches no class and is not counted.

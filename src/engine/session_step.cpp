@@ -24,7 +24,7 @@ double share_weight(const Session& s, int64_t images) {
 TrainedMicroBatch train_micro_batch(Session& s, const ImageBatch& batch, int64_t micro, bool last) {
   const Config& c = s.config;
   if (s.reducer) s.reducer->arm(last);
-  auto x = to_model_input(batch.images, s.norm, s.layout.channels_last);
+  auto x = to_model_input(batch.images, s.norm, s.layout.channels_last, &s.input_buffer);
   if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
   auto y = batch.labels.to(s.device, /*non_blocking=*/true);
   // The mix draw is a function of (seed, step, micro-batch): resumed runs mix as uninterrupted ones.

@@ -1,6 +1,7 @@
 // The image transforms give torchvision's pixels: for the same crop and flip (train) or the same resize and
 // center crop (eval), render() of a decoded image equals torchvision.transforms.functional on the PIL image,
-// byte for byte, with the bilinear and bicubic filters, in RGB and grayscale. Needs Debian's
+// byte for byte, with the bilinear and bicubic filters, in RGB and grayscale. From a JPEG, the trainer's path
+// (render_sample: only the region the render reads is decoded) equals PIL decoding the whole file. Needs Debian's
 // python3-torchvision (scripts/setup.sh installs it); skipped with a message when it is absent.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 
 #include "e2e/torchvision_reference.hpp"
 #include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/data/pixels/sample_pixels.hpp"
 #include "trainer/data/pixels/transform.hpp"
 
 namespace trainer {
@@ -55,18 +57,25 @@ std::vector<Case> cases(int64_t rows, int64_t cols) {
   return out;
 }
 
-class PilParity : public ::testing::TestWithParam<int> {};
+struct Format {
+  int channels;
+  bool jpeg;  // else PNG
+};
+
+class PilParity : public ::testing::TestWithParam<Format> {};
 
 TEST_P(PilParity, RenderEqualsTorchvisionOnPilImagesByteForByte) {
   if (!torchvision_available())
     GTEST_SKIP() << "Python torchvision not found at " TRAINER_PYTHON
                  << "; install python3-torchvision (scripts/setup.sh does) to compare with its PIL transforms";
-  const int channels = GetParam();
+  const int channels = GetParam().channels;
+  const bool jpeg = GetParam().jpeg;
   TempDir dir;
-  const std::filesystem::path image_path = dir / "image.png";
+  const std::filesystem::path image_path = dir / (jpeg ? "image.jpg" : "image.png");
   ASSERT_TRUE(cv::imwrite(image_path.string(), parity_image(157, 211, channels)));
   const auto bytes = read_file_bytes(image_path);
-  const cv::Mat decoded = decode_image(bytes, probe_image(bytes), channels, 1, image_path);
+  const ImageInfo info = probe_image(bytes);
+  const cv::Mat decoded = decode_image(bytes, info, channels, 1, image_path);
   const std::vector<Case> all = cases(decoded.rows, decoded.cols);
   nlohmann::json list = nlohmann::json::array();
   for (const Case& c : all) list.push_back(c.json);
@@ -79,7 +88,13 @@ TEST_P(PilParity, RenderEqualsTorchvisionOnPilImagesByteForByte) {
     const Case& c = all[i];
     const int size = static_cast<int>(c.spec.size);
     cv::Mat out(size, size, CV_8UC(channels));
-    render(decoded, decoded.rows, decoded.cols, c.plan, c.spec, out);
+    if (jpeg) {
+      TransformSpec full_size = c.spec;
+      full_size.reduce = false;  // what PIL decodes: the full size
+      render_sample(bytes, info, c.plan, full_size, channels, image_path, out);
+    } else {
+      render(whole_image(decoded), decoded.rows, decoded.cols, c.plan, c.spec, out);
+    }
     const auto expected = read_file_bytes(dir / ("case_" + std::to_string(i) + ".raw"));
     ASSERT_EQ(expected.size(), out.total() * out.elemSize()) << c.json.dump();
     const ByteDiff d = byte_diff(expected, out);
@@ -88,8 +103,12 @@ TEST_P(PilParity, RenderEqualsTorchvisionOnPilImagesByteForByte) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Channels, PilParity, ::testing::Values(3, 1),
-                         [](const ::testing::TestParamInfo<int>& info) { return info.param == 3 ? "rgb" : "gray"; });
+INSTANTIATE_TEST_SUITE_P(Formats, PilParity,
+                         ::testing::Values(Format{3, false}, Format{1, false}, Format{3, true}, Format{1, true}),
+                         [](const ::testing::TestParamInfo<Format>& info) {
+                           return std::string(info.param.channels == 3 ? "rgb" : "gray") +
+                                  (info.param.jpeg ? "_jpeg" : "_png");
+                         });
 
 }  // namespace
 }  // namespace trainer

@@ -3,7 +3,7 @@
 
   pil_transforms.py IMAGE CASES OUT_DIR
 
-IMAGE is a lossless image (PNG). CASES is a JSON list; each case is
+IMAGE is a PNG or a JPEG (decoded by PIL at full size, as torchvision's ImageFolder loader does). CASES is a JSON list; each case is
   {"kind": "train", "left": L, "top": T, "width": W, "height": H, "size": S, "flip": bool, "filter": F}
       F.resized_crop(img, T, L, H, W, [S, S], F) then F.hflip when flip (what RandomResizedCrop and
       RandomHorizontalFlip do once their random draws are made)

@@ -113,12 +113,12 @@ TEST(Render, CropsTheBoxAtAnyDecodeScaleFlipsAndTurnsBgrIntoRgb) {
   cv::Mat out(4, 4, CV_8UC3);
   const SamplePlan right{{4, 0, 4, 8}, false, {}};
   for (const cv::Mat* decoded : {&full, &half}) {
-    render(*decoded, 8, 8, right, spec, out);
+    render(whole_image(*decoded), 8, 8, right, spec, out);
     for (int r = 0; r < 4; ++r)
       for (int c = 0; c < 4; ++c) ASSERT_EQ(out.at<cv::Vec3b>(r, c), cv::Vec3b(255, 0, 0)) << "red, as RGB";
   }
   const uchar* data = out.data;
-  render(full, 8, 8, {{0, 0, 8, 8}, true, {}}, spec, out);
+  render(whole_image(full), 8, 8, {{0, 0, 8, 8}, true, {}}, spec, out);
   EXPECT_EQ(out.data, data) << "rendered in place";
   EXPECT_EQ(out.at<cv::Vec3b>(0, 0), cv::Vec3b(255, 0, 0)) << "flipped: red on the left";
   EXPECT_EQ(out.at<cv::Vec3b>(0, 3), cv::Vec3b(0, 0, 255));

@@ -60,6 +60,7 @@ struct Session {
   std::vector<double> lr_mult;           // per optimizer group (optim.lr_mult)
   std::unique_ptr<GradReducer> reducer;  // data-parallel runs: averages the gradients over the ranks
   Normalization norm;                    // data.mean / data.std on the model's device
+  torch::Tensor input_buffer;            // CPU runs: the float input, written again each step (to_model_input)
   StepOptions step_options;              // precision, accumulation, clipping (the counter is state.step)
   LossScaler scaler;                     // enabled for float16 autocast
   std::unique_ptr<WeightEma> ema;        // with train.ema.enabled

@@ -12,6 +12,10 @@ inline double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+inline double seconds_between(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
 inline double ms_since(Clock::time_point start) { return 1000.0 * seconds_since(start); }
 
 }  // namespace trainer

@@ -24,9 +24,15 @@ namespace {
 // One pass over a CPU batch: uint8 NHWC in, (v - mean[c]) * inv_std[c] out in the requested layout, the same
 // float operations as the tensor ops below (so the same bits), but reading the bytes once and writing each
 // float once instead of three passes over a 38 MiB float batch (64 x 224 x 224 x 3).
-torch::Tensor normalize_on_cpu(const torch::Tensor& images, const Normalization& norm, torch::MemoryFormat format) {
+torch::Tensor normalize_on_cpu(const torch::Tensor& images, const Normalization& norm, torch::MemoryFormat format,
+                               torch::Tensor* reuse) {
   const int64_t n = images.size(0), h = images.size(1), w = images.size(2), c = images.size(3);
-  auto out = torch::empty({n, c, h, w}, torch::TensorOptions().dtype(torch::kFloat).memory_format(format));
+  torch::Tensor out;
+  if (reuse && reuse->defined() && reuse->use_count() == 1 && reuse->storage().use_count() == 1 &&
+      reuse->sizes() == at::IntArrayRef{n, c, h, w} && reuse->is_contiguous(format))
+    out = *reuse;  // the last input, released by everything that used it: written again in place
+  else out = torch::empty({n, c, h, w}, torch::TensorOptions().dtype(torch::kFloat).memory_format(format));
+  if (reuse) *reuse = out;
   const auto mean_t = norm.mean.to(torch::kFloat).contiguous(), inv_t = norm.inv_std.to(torch::kFloat).contiguous();
   const float* mean = mean_t.data_ptr<float>();
   const float* inv = inv_t.data_ptr<float>();
@@ -63,13 +69,14 @@ torch::Tensor normalize_on_cpu(const torch::Tensor& images, const Normalization&
 
 }  // namespace
 
-torch::Tensor to_model_input(const torch::Tensor& images, const Normalization& norm, bool channels_last) {
+torch::Tensor to_model_input(const torch::Tensor& images, const Normalization& norm, bool channels_last,
+                             torch::Tensor* reuse) {
   // The format is explicit either way: for one channel both layouts have the same bytes, and LibTorch would
   // otherwise guess from the strides which convolution path to take.
   const auto format = channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
   if (norm.mean.device().is_cpu() && images.is_cpu() && images.scalar_type() == torch::kUInt8 && images.dim() == 4 &&
       images.is_contiguous())
-    return normalize_on_cpu(images, norm, format);
+    return normalize_on_cpu(images, norm, format, reuse);
   // permute() of NHWC is NCHW with channels_last strides, so the channels_last conversion is a plain cast.
   auto x = images.to(norm.mean.device(), /*non_blocking=*/true)
                .permute({0, 3, 1, 2})

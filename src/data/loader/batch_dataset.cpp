@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/hash.hpp"
 
@@ -17,7 +18,8 @@ constexpr int kReplacementAttempts = 16;
 
 BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context,
                            std::shared_ptr<BadSamples> bad, BadSlot bad_slot,
-                           std::shared_ptr<const SampleAugment> augment, std::shared_ptr<const DecodeIntake> intake)
+                           std::shared_ptr<const SampleAugment> augment, std::shared_ptr<const DecodeIntake> intake,
+                           std::shared_ptr<PipelineProfile> profile)
     : source_(std::move(source)),
       shape_(source_->shape()),
       pin_memory_(pin_memory),
@@ -25,20 +27,37 @@ BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_m
       bad_(std::move(bad)),
       bad_slot_(bad_slot),
       augment_(std::move(augment)),
-      intake_(std::move(intake)) {
+      intake_(std::move(intake)),
+      profile_(std::move(profile)) {
   if (augment_ && !augment_->active()) augment_.reset();
   if (intake_ && augment_ && augment_->pixels())
     throw std::logic_error("pixel augmentations need the CPU decode (choose_decode falls back to it)");
 }
 
-ImageBatch BatchDataset::allocate(size_t n) const {
+namespace {
+
+// `spare`'s tensor when it has these sizes, else a new one.
+torch::Tensor reuse_or_empty(torch::Tensor spare, at::IntArrayRef sizes, const torch::TensorOptions& options) {
+  if (spare.defined() && spare.sizes() == sizes && spare.scalar_type() == options.dtype()) return spare;
+  return torch::empty(sizes, options);
+}
+
+}  // namespace
+
+ImageBatch BatchDataset::allocate(size_t n, ImageBatch spare) const {
+  const auto start = Clock::now();
   const auto count = static_cast<int64_t>(n);
   auto options = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pin_memory_);
-  ImageBatch batch{torch::empty({count, shape_.height, shape_.width, shape_.channels}, options),
-                   torch::empty({count}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(pin_memory_)),
-                   {}};
+  // Pinned batches come from LibTorch's caching host allocator, which reuses a block only once the copies that
+  // read it have finished on the device: taking one back here could overwrite a batch still in transfer.
+  if (pin_memory_) spare = ImageBatch{};
+  ImageBatch batch{
+      reuse_or_empty(std::move(spare.images), {count, shape_.height, shape_.width, shape_.channels}, options),
+      reuse_or_empty(std::move(spare.labels), {count}, options.dtype(torch::kInt64)),
+      {}};
   if (augment_ && augment_->erases()) batch.erase = torch::zeros({count, kEraseColumns}, torch::kInt64);
   if (intake_) batch.encoded.resize(n);
+  if (profile_) profile_->add_batch_memory(seconds_since(start));
   return batch;
 }
 
@@ -52,6 +71,8 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
   const size_t size = source_->size();
   ReadContext context = context_;
   context.copy = static_cast<int64_t>(sample / size);
+  SampleTimes times;
+  if (profile_) context.times = &times;
   const size_t wanted = sample % size;
   size_t index = wanted;
   bool dropped = false;
@@ -92,6 +113,7 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
   batch.labels.data_ptr<int64_t>()[b] = dropped ? kDroppedLabel : source_->label(index);
   if (augment_ && !dropped) {
     // Drawn from the slot's sample and copy (not a replacement's), like the crop of a replaced image.
+    const auto start = Clock::now();
     const uint64_t seed = sample_seed(context, wanted);
     if (augment_->pixels()) augment_->apply(slot, seed);
     if (augment_->erases()) {
@@ -99,11 +121,13 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
       auto* row = batch.erase.data_ptr<int64_t>() + static_cast<int64_t>(b) * kEraseColumns;
       row[0] = e.top, row[1] = e.left, row[2] = e.height, row[3] = e.width, row[4] = e.noise_seed;
     }
+    times.augment_s = seconds_since(start);
   }
+  if (profile_) profile_->add_sample(times);
 }
 
 ImageBatch BatchDataset::get_batch(const std::vector<size_t>& indices) const {
-  ImageBatch batch = allocate(indices.size());
+  ImageBatch batch = allocate(indices.size(), {});
   for (size_t b = 0; b < indices.size(); ++b) fill(batch, b, indices[b]);
   return batch;
 }

@@ -7,6 +7,13 @@
 
 namespace trainer {
 
+namespace {
+
+// Nobody but the pipeline holds `t` or a view of its memory any more.
+bool unshared(const torch::Tensor& t) { return t.use_count() == 1 && t.storage().use_count() == 1; }
+
+}  // namespace
+
 struct BatchPipeline::Batch {
   BatchPlan plan;
   ImageBatch batch;
@@ -45,7 +52,7 @@ void BatchPipeline::top_up() {
     }
     auto b = std::make_shared<Batch>();
     try {
-      b->batch = plan->dataset->allocate(plan->indices.size());
+      b->batch = plan->dataset->allocate(plan->indices.size(), take_spare());
     } catch (const std::exception& e) {
       // Often on a worker thread (whichever tops up the queue), where an exception would end the process: the
       // batch carries the failure to next(), in its place in the order, as a failed sample's error does.
@@ -57,6 +64,23 @@ void BatchPipeline::top_up() {
     b->plan = std::move(*plan);
     queue_.push_back(std::move(b));
   }
+}
+
+ImageBatch BatchPipeline::take_spare() {
+  for (auto it = handed_out_.begin(); it != handed_out_.end(); ++it)
+    if (unshared(it->images) && unshared(it->labels)) {
+      ImageBatch spare = std::move(*it);
+      handed_out_.erase(it);
+      return spare;
+    }
+  return {};
+}
+
+void BatchPipeline::keep_for_reuse(const ImageBatch& batch) {
+  // The consumer holds one or two batches at a time (the one in use, the one being staged): a few more than
+  // the batches in flight cover it, and the oldest are let go beyond that.
+  handed_out_.push_back(ImageBatch{batch.images, batch.labels, {}, {}});
+  while (handed_out_.size() > in_flight_ + 2) handed_out_.pop_front();
 }
 
 void BatchPipeline::work() {
@@ -110,6 +134,7 @@ std::optional<ImageBatch> BatchPipeline::next() {
       }
       b = queue_.front();
       queue_.pop_front();
+      keep_for_reuse(b->batch);
       lock.unlock();
       if (b->error) std::rethrow_exception(b->error);
       for (size_t slot = 0; slot < b->plan.indices.size(); ++slot)
@@ -125,6 +150,7 @@ std::optional<ImageBatch> BatchPipeline::next() {
     }
     b = queue_.front();
     queue_.pop_front();
+    if (!b->error) keep_for_reuse(b->batch);
     top_up();  // the freed place goes to the next plan at once
   }
   work_ready_.notify_all();

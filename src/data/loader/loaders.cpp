@@ -73,7 +73,7 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
       order.world = o.world;
       order.balanced = balanced;
       auto dataset = std::make_shared<const BatchDataset>(source, o.pin_memory, ReadContext{o.seed, state->epoch},
-                                                          o.bad, BadSlot::replace, augment, o.intake);
+                                                          o.bad, BadSlot::replace, augment, o.intake, o.profile);
       state->plans = epoch_plans(std::move(dataset), std::make_shared<EpochSampler>(order), batch_size);
       // An epoch without a batch (fewer images than a batch, with drop_last) means none in any: stop here, also
       // for an endless loader.
@@ -87,15 +87,16 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
 
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size, size_t workers,
                                          size_t prefetch, bool pin_memory, std::shared_ptr<BadSamples> bad,
-                                         std::shared_ptr<const DecodeIntake> intake) {
+                                         std::shared_ptr<const DecodeIntake> intake,
+                                         std::shared_ptr<PipelineProfile> profile) {
   SamplerOptions order;
   order.size = source->size();
   order.batch_size = batch_size;
   order.shuffle = false;
   // Unreadable images are dropped, not replaced: a duplicate of another image would bias the figures.
-  return make_loader(
-      BatchDataset(std::move(source), pin_memory, {}, std::move(bad), BadSlot::drop, nullptr, std::move(intake)),
-      EpochSampler(order), batch_size, workers, prefetch);
+  return make_loader(BatchDataset(std::move(source), pin_memory, {}, std::move(bad), BadSlot::drop, nullptr,
+                                  std::move(intake), std::move(profile)),
+                     EpochSampler(order), batch_size, workers, prefetch);
 }
 
 }  // namespace trainer

@@ -1,11 +1,11 @@
 #include "trainer/data/pixels/encoded_image.hpp"
 
+#include "trainer/data/pixels/sample_pixels.hpp"
+
 namespace trainer {
 
 void render_encoded(const EncodedImage& e, cv::Mat& out) {
-  const int reduction = e.info.format == ImageFormat::jpeg ? decode_reduction(e.plan, e.spec) : 1;
-  render(decode_image(e.bytes, e.info, 3, reduction, std::filesystem::path(e.name)), e.info.height, e.info.width,
-         e.plan, e.spec, out);
+  render_sample(e.bytes, e.info, e.plan, e.spec, 3, std::filesystem::path(e.name), out);
 }
 
 }  // namespace trainer

@@ -39,8 +39,10 @@ void probe_jpeg(const std::vector<uint8_t>& b, ImageInfo& info) {
     if (frame && pos + 10 <= n) {
       info.height = be16(&b[pos + 5]);
       info.width = be16(&b[pos + 7]);
+      info.sample_bits = b[pos + 4];
       info.components = b[pos + 9];
       info.sequential_huffman = marker == 0xC0 || marker == 0xC1;
+      info.progressive_huffman = marker == 0xC2;
       // Sampling factors (H << 4 | V) per component: the first (luma) 1 or 2 each way, the others 1x1.
       info.common_sampling = pos + 10 + 3 * static_cast<size_t>(info.components) <= n;
       for (int c = 0; c < info.components && info.common_sampling; ++c) {

@@ -4,11 +4,21 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+// x86-64 SIMD paths for every compiler: GCC and Clang compile a function's intrinsics for the ISA its target
+// attribute names; MSVC compiles intrinsics of any ISA without one. Which path runs is decided once, from the CPU.
+#if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #define TRAINER_RESAMPLE_X86 1
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#define TRAINER_TARGET(isa)
+#else
+#define TRAINER_TARGET(isa) __attribute__((target(isa)))
+#endif
 #endif
 
 namespace trainer {
@@ -41,24 +51,35 @@ struct Coefficients {
   std::vector<int32_t> weights;
 };
 
+double filter_support(ResampleFilter filter, double scale) {
+  return (filter == ResampleFilter::bilinear ? 1.0 : 2.0) * std::max(scale, 1.0);
+}
+
+// Pillow's first source pixel and count for the output pixel centred on `center`.
+std::pair<int, int> taps(double center, double support, int in_size) {
+  const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
+  const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
+  return {xmin, xmax};
+}
+
 // Pillow's precompute_coeffs + normalize_coeffs_8bpc, with the box start at first * scale. The arithmetic
-// follows Pillow's order so that every weight rounds the same way.
-Coefficients coefficients(int in_size, ResampleAxis axis, int out_size, ResampleFilter filter) {
-  const double base_support = filter == ResampleFilter::bilinear ? 1.0 : 2.0;
+// follows Pillow's order so that every weight rounds the same way. `src_size`: the pixels there are along the axis
+// in the image given (a region of the source when axis.full is set); `first` is then relative to it.
+void coefficients(int src_size, ResampleAxis axis, int out_size, ResampleFilter filter, Coefficients& c,
+                  std::vector<double>& k) {
+  const int in_size = axis.full > 0 ? static_cast<int>(axis.full) : src_size;
   const double scale = axis.scale;
   const double filterscale = std::max(scale, 1.0);
-  const double support = base_support * filterscale;
-  Coefficients c;
+  const double support = filter_support(filter, scale);
   c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
   c.first.resize(static_cast<size_t>(out_size));
   c.count.resize(static_cast<size_t>(out_size));
   c.weights.assign(static_cast<size_t>(out_size) * static_cast<size_t>(c.ksize), 0);
-  std::vector<double> k(static_cast<size_t>(c.ksize));
+  k.resize(static_cast<size_t>(c.ksize));
   const double ss = 1.0 / filterscale;
   for (int xx = 0; xx < out_size; ++xx) {
     const double center = (static_cast<double>(axis.first + xx) + 0.5) * scale;
-    const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
-    const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
+    const auto [xmin, xmax] = taps(center, support, in_size);
     double ww = 0.0;
     for (int x = 0; x < xmax; ++x) {
       const double arg = (static_cast<double>(x + xmin) - center + 0.5) * ss;
@@ -70,10 +91,13 @@ Coefficients coefficients(int in_size, ResampleAxis axis, int out_size, Resample
       const double v = (ww != 0.0 ? k[static_cast<size_t>(x)] / ww : k[static_cast<size_t>(x)]) * (1 << kPrecisionBits);
       w[x] = static_cast<int32_t>(v < 0 ? -0.5 + v : 0.5 + v);
     }
-    c.first[static_cast<size_t>(xx)] = xmin;
+    const int first = xmin - static_cast<int>(axis.offset);
+    if (first < 0 || first + std::max(xmax, 0) > src_size)
+      throw std::logic_error("resample: the region given misses source pixels that output pixel " + std::to_string(xx) +
+                             " reads");
+    c.first[static_cast<size_t>(xx)] = first;
     c.count[static_cast<size_t>(xx)] = std::max(xmax, 0);
   }
-  return c;
 }
 
 // One output pixel of the horizontal pass: n taps from p (C channels per pixel).
@@ -90,8 +114,8 @@ void horizontal_pixel(const uint8_t* p, const int32_t* k, int n, uint8_t* o) {
 // The same for three channels with SSE4.1: a pixel's bytes widened to four 32-bit lanes (the fourth, the next
 // pixel's first byte, is computed and dropped), one multiply-add per tap instead of three. Reads one byte past
 // the last tap, so the caller keeps it off the final pixel of the image's memory.
-__attribute__((target("sse4.1"))) void horizontal_row3_sse41(const uint8_t* in, const Coefficients& cx, int out_w,
-                                                             int safe_w, uint8_t* o) {
+TRAINER_TARGET("sse4.1")
+void horizontal_row3_sse41(const uint8_t* in, const Coefficients& cx, int out_w, int safe_w, uint8_t* o) {
   const __m128i half = _mm_set1_epi32(kHalf), zero = _mm_setzero_si128(), max = _mm_set1_epi32(255);
   for (int xx = 0; xx < out_w; ++xx) {
     const int first = cx.first[static_cast<size_t>(xx)], n = cx.count[static_cast<size_t>(xx)];
@@ -115,10 +139,38 @@ __attribute__((target("sse4.1"))) void horizontal_row3_sse41(const uint8_t* in, 
   }
 }
 
-bool has_sse41() {
-  static const bool yes = __builtin_cpu_supports("sse4.1");
-  return yes;
+struct CpuFeatures {
+  bool sse41 = false, avx2 = false;
+};
+
+CpuFeatures detect_cpu() {
+  CpuFeatures f;
+#if defined(_MSC_VER) && !defined(__clang__)
+  int r[4];
+  __cpuid(r, 0);
+  const int max_leaf = r[0];
+  __cpuid(r, 1);
+  f.sse41 = (r[2] & (1 << 19)) != 0;
+  // AVX2 needs the OS to save the YMM registers (OSXSAVE set and XCR0's SSE and AVX state bits on).
+  const bool os_avx = (r[2] & (1 << 27)) != 0 && (r[2] & (1 << 28)) != 0 && (_xgetbv(0) & 6) == 6;
+  if (max_leaf >= 7) {
+    __cpuidex(r, 7, 0);
+    f.avx2 = os_avx && (r[1] & (1 << 5)) != 0;
+  }
+#else
+  __builtin_cpu_init();
+  f.sse41 = __builtin_cpu_supports("sse4.1");
+  f.avx2 = __builtin_cpu_supports("avx2");
+#endif
+  return f;
 }
+
+const CpuFeatures& cpu() {
+  static const CpuFeatures features = detect_cpu();
+  return features;
+}
+
+bool has_sse41() { return cpu().sse41; }
 #endif
 
 // Rows [row0, row0 + rows) of src, resampled horizontally into 8-bit rows of out_w pixels.
@@ -142,29 +194,83 @@ void horizontal_pass(const cv::Mat& src, int row0, int rows, const Coefficients&
   }
 }
 
-// acc[j] += row[j] * k for a whole row: the vertical pass's inner loop, compiled for AVX2 too (32-bit
+// acc[j] += row[j] * k for a whole row: the vertical pass's inner loop, with AVX2 where the CPU has it (32-bit
 // multiplies are SSE4.1 and later; the x86-64 baseline would emulate them).
-#ifdef TRAINER_RESAMPLE_X86
-__attribute__((target_clones("avx2", "default")))
-#endif
-void accumulate_row(int32_t* acc, const uint8_t* row, int32_t k, size_t n) {
+void accumulate_row_plain(int32_t* acc, const uint8_t* row, int32_t k, size_t n) {
   for (size_t j = 0; j < n; ++j) acc[j] += static_cast<int32_t>(row[j]) * k;
 }
 
+void clip_row_plain(const int32_t* acc, uint8_t* out, size_t n, size_t from = 0) {
+  for (size_t j = from; j < n; ++j) out[j] = static_cast<uint8_t>(std::clamp(acc[j] >> kPrecisionBits, 0, 255));
+}
+
 #ifdef TRAINER_RESAMPLE_X86
-__attribute__((target_clones("avx2", "default")))
+// Eight values at a time: the bytes widened to 32 bits, multiplied and added.
+TRAINER_TARGET("avx2") void accumulate_row_avx2(int32_t* acc, const uint8_t* row, int32_t k, size_t n) {
+  const __m256i weight = _mm256_set1_epi32(k);
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256i px = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + j)));
+    const __m256i sum =
+        _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + j)), _mm256_mullo_epi32(px, weight));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + j), sum);
+  }
+  for (; j < n; ++j) acc[j] += static_cast<int32_t>(row[j]) * k;
+}
+
+// Eight values at a time: shifted, clamped to 0..255 and packed to bytes in order.
+TRAINER_TARGET("avx2") void clip_row_avx2(const int32_t* acc, uint8_t* out, size_t n) {
+  const __m256i zero = _mm256_setzero_si256(), max = _mm256_set1_epi32(255);
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256i v = _mm256_min_epi32(
+        _mm256_max_epi32(
+            _mm256_srai_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + j)), kPrecisionBits), zero),
+        max);
+    const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j), _mm_packus_epi16(words, words));
+  }
+  clip_row_plain(acc, out, n, j);
+}
 #endif
+
+void accumulate_row(int32_t* acc, const uint8_t* row, int32_t k, size_t n) {
+#ifdef TRAINER_RESAMPLE_X86
+  if (cpu().avx2) return accumulate_row_avx2(acc, row, k, n);
+#endif
+  accumulate_row_plain(acc, row, k, n);
+}
+
 void clip_row(const int32_t* acc, uint8_t* out, size_t n) {
-  for (size_t j = 0; j < n; ++j) out[j] = static_cast<uint8_t>(std::clamp(acc[j] >> kPrecisionBits, 0, 255));
+#ifdef TRAINER_RESAMPLE_X86
+  if (cpu().avx2) return clip_row_avx2(acc, out, n);
+#endif
+  clip_row_plain(acc, out, n);
+}
+
+// What a resample works in, kept from call to call by each thread (a loader worker resamples every image it
+// reads): the coefficients, the horizontal pass's rows and the vertical pass's accumulator.
+struct Scratch {
+  Coefficients cx, cy;
+  std::vector<double> k;
+  std::vector<uint8_t> tmp, line;
+  std::vector<int32_t> acc;
+};
+
+Scratch& this_threads_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
 }
 
 // Vertical pass over the horizontally resampled rows, writing the final (mirrored, channel-swapped) pixels.
 template <int C>
 void vertical_pass(const uint8_t* tmp, int out_w, const Coefficients& cy, int row_offset, int out_h, bool mirror,
-                   bool swap_rb, cv::Mat& out) {
+                   bool swap_rb, cv::Mat& out, Scratch& scratch) {
   const size_t row_len = static_cast<size_t>(out_w) * C;
-  std::vector<int32_t> acc(row_len);
-  std::vector<uint8_t> line(row_len);
+  std::vector<int32_t>& acc = scratch.acc;
+  std::vector<uint8_t>& line = scratch.line;
+  acc.resize(row_len);
+  line.resize(row_len);
   for (int yy = 0; yy < out_h; ++yy) {
     std::fill(acc.begin(), acc.end(), kHalf);
     const int32_t* k = &cy.weights[static_cast<size_t>(yy) * static_cast<size_t>(cy.ksize)];
@@ -187,17 +293,31 @@ void vertical_pass(const uint8_t* tmp, int out_w, const Coefficients& cy, int ro
 template <int C>
 void resample_channels(const cv::Mat& src, ResampleFilter filter, ResampleAxis x, ResampleAxis y, bool mirror,
                        bool swap_rb, cv::Mat& out) {
-  const Coefficients cx = coefficients(src.cols, x, out.cols, filter);
-  const Coefficients cy = coefficients(src.rows, y, out.rows, filter);
+  Scratch& scratch = this_threads_scratch();
+  Coefficients& cx = scratch.cx;
+  Coefficients& cy = scratch.cy;
+  coefficients(src.cols, x, out.cols, filter, cx, scratch.k);
+  coefficients(src.rows, y, out.rows, filter, cy, scratch.k);
   // Only the source rows that the vertical pass reads go through the horizontal pass, as in Pillow.
   const int row0 = cy.first.front();
   const int row_end = cy.first.back() + cy.count.back();
-  std::vector<uint8_t> tmp(static_cast<size_t>(std::max(row_end - row0, 0)) * static_cast<size_t>(out.cols) * C);
-  horizontal_pass<C>(src, row0, row_end - row0, cx, out.cols, tmp.data());
-  vertical_pass<C>(tmp.data(), out.cols, cy, row0, out.rows, mirror, swap_rb, out);
+  scratch.tmp.resize(static_cast<size_t>(std::max(row_end - row0, 0)) * static_cast<size_t>(out.cols) * C);
+  horizontal_pass<C>(src, row0, row_end - row0, cx, out.cols, scratch.tmp.data());
+  vertical_pass<C>(scratch.tmp.data(), out.cols, cy, row0, out.rows, mirror, swap_rb, out, scratch);
 }
 
 }  // namespace
+
+SourceSpan resample_source_span(int64_t in_size, ResampleAxis axis, int64_t out_size, ResampleFilter filter) {
+  const double support = filter_support(filter, axis.scale);
+  auto tap = [&](int64_t xx) {
+    return taps((static_cast<double>(axis.first + xx) + 0.5) * axis.scale, support, static_cast<int>(in_size));
+  };
+  // Both ends move monotonically with the output index: the first pixel's start and the last pixel's end bound it.
+  const int64_t begin = tap(0).first;
+  const auto [last_first, last_count] = tap(out_size - 1);
+  return {begin, std::max<int64_t>(begin + 1, last_first + std::max(last_count, 0))};
+}
 
 void resample(const cv::Mat& src, ResampleFilter filter, ResampleAxis x, ResampleAxis y, bool mirror, bool swap_rb,
               cv::Mat& out) {

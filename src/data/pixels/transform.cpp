@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <utility>
 
 #include "trainer/data/pixels/resample.hpp"
 #include "trainer/util/error.hpp"
@@ -27,13 +29,33 @@ std::pair<int, int> scaled_span(double start, double length, double factor, int 
   return {a, b};
 }
 
-// plan.box of the source image as a view of `decoded`, which may be the source decoded at a reduced size.
-cv::Mat crop_of(const cv::Mat& decoded, int64_t source_height, int64_t source_width, const CropBox& box) {
-  const double fx = static_cast<double>(decoded.cols) / static_cast<double>(source_width);
-  const double fy = static_cast<double>(decoded.rows) / static_cast<double>(source_height);
-  const auto [x0, x1] = scaled_span(box.left, box.width, fx, decoded.cols);
-  const auto [y0, y1] = scaled_span(box.top, box.height, fy, decoded.rows);
-  return decoded(cv::Range(y0, y1), cv::Range(x0, x1));
+// plan.box of the source image in the pixels of the source decoded at full_width x full_height (a reduced size).
+PixelRegion box_in_decoded(int64_t full_height, int64_t full_width, int64_t source_height, int64_t source_width,
+                           const CropBox& box) {
+  const double fx = static_cast<double>(full_width) / static_cast<double>(source_width);
+  const double fy = static_cast<double>(full_height) / static_cast<double>(source_height);
+  const auto [x0, x1] = scaled_span(box.left, box.width, fx, static_cast<int>(full_width));
+  const auto [y0, y1] = scaled_span(box.top, box.height, fy, static_cast<int>(full_height));
+  return {x0, y0, x1 - x0, y1 - y0};
+}
+
+// plan.box as a view of the decoded region, which holds it (read_region asked for it).
+cv::Mat crop_of(const DecodedPixels& d, int64_t source_height, int64_t source_width, const CropBox& box) {
+  const PixelRegion r = box_in_decoded(d.full_height, d.full_width, source_height, source_width, box);
+  const int x0 = static_cast<int>(r.left - d.left), y0 = static_cast<int>(r.top - d.top);
+  if (x0 < 0 || y0 < 0 || x0 + r.width > d.pixels.cols || y0 + r.height > d.pixels.rows)
+    throw std::logic_error("render: the decoded region does not hold the crop");
+  return d.pixels(cv::Range(y0, y0 + static_cast<int>(r.height)), cv::Range(x0, x0 + static_cast<int>(r.width)));
+}
+
+// Eval: the axes of the whole decoded image resized to plan.resized and cropped at its offsets.
+std::pair<ResampleAxis, ResampleAxis> eval_axes(const DecodedPixels& d, const ResizedCrop& r) {
+  return {{r.left, static_cast<double>(d.full_width) / static_cast<double>(r.width), d.full_width, d.left},
+          {r.top, static_cast<double>(d.full_height) / static_cast<double>(r.height), d.full_height, d.top}};
+}
+
+ResampleFilter filter_of(Interpolation interpolation) {
+  return interpolation == Interpolation::bicubic ? ResampleFilter::bicubic : ResampleFilter::bilinear;
 }
 
 }  // namespace
@@ -136,17 +158,28 @@ int decode_reduction(const SamplePlan& plan, const TransformSpec& spec) {
   return 1;
 }
 
-void render(const cv::Mat& decoded, int64_t source_height, int64_t source_width, const SamplePlan& plan,
+PixelRegion read_region(int64_t full_height, int64_t full_width, int64_t source_height, int64_t source_width,
+                        const SamplePlan& plan, const TransformSpec& spec) {
+  const ResizedCrop& r = plan.resized;
+  if (spec.interpolation == Interpolation::nearest || r.width == 0)
+    return box_in_decoded(full_height, full_width, source_height, source_width, plan.box);
+  const DecodedPixels whole{cv::Mat(), full_width, full_height, 0, 0};
+  const auto [x, y] = eval_axes(whole, r);
+  const SourceSpan sx = resample_source_span(full_width, x, spec.size, filter_of(spec.interpolation));
+  const SourceSpan sy = resample_source_span(full_height, y, spec.size, filter_of(spec.interpolation));
+  return {sx.begin, sy.begin, sx.end - sx.begin, sy.end - sy.begin};
+}
+
+void render(const DecodedPixels& decoded, int64_t source_height, int64_t source_width, const SamplePlan& plan,
             const TransformSpec& spec, cv::Mat& out) {
   const bool rgb = out.channels() == 3;
   if (spec.interpolation != Interpolation::nearest) {
-    const ResampleFilter filter =
-        spec.interpolation == Interpolation::bicubic ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+    const ResampleFilter filter = filter_of(spec.interpolation);
     const ResizedCrop& r = plan.resized;
     if (r.width > 0) {
       // Eval: torchvision resizes the whole image, then crops; sample only the kept pixels of that resize.
-      resample(decoded, filter, {r.left, static_cast<double>(decoded.cols) / static_cast<double>(r.width)},
-               {r.top, static_cast<double>(decoded.rows) / static_cast<double>(r.height)}, plan.flip, rgb, out);
+      const auto [x, y] = eval_axes(decoded, r);
+      resample(decoded.pixels, filter, x, y, plan.flip, rgb, out);
     } else {
       // Train: torchvision crops, then resizes the crop (which sees no pixel outside it).
       const cv::Mat crop = crop_of(decoded, source_height, source_width, plan.box);

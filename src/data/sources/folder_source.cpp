@@ -2,7 +2,9 @@
 
 #include "trainer/data/pixels/encoded_image.hpp"
 #include "trainer/data/pixels/image_decode.hpp"
+#include "trainer/data/pixels/sample_pixels.hpp"
 #include "trainer/data/sources/holdout_split.hpp"
+#include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/hash.hpp"
 
@@ -29,23 +31,30 @@ bool FolderSource::read_or_defer(size_t i, const ReadContext& context, cv::Mat& 
 
 bool FolderSource::read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer,
                                EncodedImage& deferred) const {
+  const auto start = Clock::now();
   const fs::path path = file(i);
   std::vector<uint8_t> bytes = read_file_bytes(path);
+  const auto read_at = Clock::now();
   const ImageInfo info = probe_image(bytes);
   const uint64_t seed = sample_seed(context, i);
   const int channels = static_cast<int>(channels_);
+  SampleTimes* times = context.times;
   if (info.height > 0) {
-    // Size known from the header: plan first, then decode no larger than the crop needs, or leave it to the GPU.
+    // Size known from the header: plan first, then decode no more than the crop needs, or leave it to the GPU.
     const SamplePlan plan = plan_sample(spec_, info.height, info.width, seed);
     if (defer && channels == 3 && gpu_decodable(info)) {
       deferred = EncodedImage{std::move(bytes), info, plan, spec_, i, path.string()};
       return true;
     }
-    const int reduction = info.format == ImageFormat::jpeg ? decode_reduction(plan, spec_) : 1;
-    render(decode_image(bytes, info, channels, reduction, path), info.height, info.width, plan, spec_, out);
+    const auto planned_at = Clock::now();
+    render_sample(bytes, info, plan, spec_, channels, path, out, times);
+    if (times) {
+      times->read_s = seconds_between(start, read_at);
+      times->plan_s = seconds_between(read_at, planned_at);
+    }
   } else {
     const cv::Mat image = decode_image(bytes, info, channels, 1, path);
-    render(image, image.rows, image.cols, plan_sample(spec_, image.rows, image.cols, seed), spec_, out);
+    render(whole_image(image), image.rows, image.cols, plan_sample(spec_, image.rows, image.cols, seed), spec_, out);
   }
   return false;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "trainer/data/loader/epoch_sampler.hpp"
+#include "trainer/data/loader/pipeline_profile.hpp"
 #include "trainer/data/pixels/encoded_image.hpp"
 #include "trainer/data/pixels/sample_augment.hpp"
 #include "trainer/data/sources/bad_samples.hpp"
@@ -41,12 +42,14 @@ class BatchDataset {
   BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_memory, ReadContext context = {},
                std::shared_ptr<BadSamples> bad = nullptr, BadSlot bad_slot = BadSlot::replace,
                std::shared_ptr<const SampleAugment> augment = nullptr,
-               std::shared_ptr<const DecodeIntake> intake = nullptr);
+               std::shared_ptr<const DecodeIntake> intake = nullptr,
+               std::shared_ptr<PipelineProfile> profile = nullptr);
   ImageBatch get_batch(const std::vector<size_t>& indices) const;
   // The two halves of get_batch, for a pipeline that fills one batch from several threads: the empty batch of
-  // `n` samples, and sample `index` (an entry of the sampler's order) read into its slot `b`. fill() is
+  // `n` samples (in `spare`'s memory when it is a batch of that size that nobody else holds any more; never for
+  // pinned batches), and sample `index` (an entry of the sampler's order) read into its slot `b`. fill() is
   // thread-safe for distinct slots of a batch.
-  ImageBatch allocate(size_t n) const;
+  ImageBatch allocate(size_t n, ImageBatch spare) const;
   void fill(ImageBatch& batch, size_t b, size_t index) const;
   size_t size() const { return source_->size(); }
 
@@ -59,6 +62,7 @@ class BatchDataset {
   BadSlot bad_slot_;
   std::shared_ptr<const SampleAugment> augment_;
   std::shared_ptr<const DecodeIntake> intake_;  // JPEGs it takes are left encoded in ImageBatch::encoded
+  std::shared_ptr<PipelineProfile> profile_;    // `trainer bench data`: stage times (null in runs)
 };
 
 }  // namespace trainer

@@ -6,6 +6,9 @@
 //   BatchPipeline p([&]() -> std::optional<BatchPlan> { ... }, /*workers=*/8, /*in_flight=*/4);
 //   while (auto batch = p.next()) use(*batch);
 // Each sample is a pure function of its batch dataset and index, so any worker count gives the same bytes.
+// Steady state allocates no batch: the batches handed out are remembered, and one that its consumer has let go
+// (no tensor or view of it left outside the pipeline) is written again, so the same few blocks circulate instead
+// of 40-150 MiB going through the heap per batch, where the allocator's luck decided speed and memory.
 #pragma once
 
 #include <condition_variable>
@@ -50,6 +53,8 @@ class BatchPipeline {
   struct Batch;
   void top_up();  // with the lock held
   void work();
+  ImageBatch take_spare();                       // with the lock held: a handed-out batch let go, or none
+  void keep_for_reuse(const ImageBatch& batch);  // with the lock held
 
   PlanSource plans_;
   size_t in_flight_;
@@ -57,6 +62,7 @@ class BatchPipeline {
   std::mutex mutex_;
   std::condition_variable work_ready_, batch_ready_;
   std::deque<std::shared_ptr<Batch>> queue_;
+  std::deque<ImageBatch> handed_out_;  // the latest batches next() returned (images and labels only)
   bool plans_done_ = false;
   std::exception_ptr plan_error_;
   bool stopping_ = false;

@@ -45,6 +45,7 @@ struct TrainLoaderOptions {
   std::shared_ptr<BadSamples> bad;  // unreadable images are recorded here and replaced (null: they throw)
   size_t rank = 0;                  // data-parallel: this rank reads its share of every global batch
   size_t world = 1;
+  std::shared_ptr<PipelineProfile> profile;  // `trainer bench data`: where the workers' time goes (null in runs)
 };
 
 // The training batches of epochs [epoch, epoch + epochs) over `source`, batched and augmented as `data` says.
@@ -55,7 +56,8 @@ std::unique_ptr<Loader> make_train_loader(std::shared_ptr<const ImageSource> sou
 // figures (kDroppedLabel), or throws without `bad`.
 std::unique_ptr<Loader> make_eval_loader(std::shared_ptr<const ImageSource> source, size_t batch_size, size_t workers,
                                          size_t prefetch, bool pin_memory, std::shared_ptr<BadSamples> bad,
-                                         std::shared_ptr<const DecodeIntake> intake = nullptr);
+                                         std::shared_ptr<const DecodeIntake> intake = nullptr,
+                                         std::shared_ptr<PipelineProfile> profile = nullptr);
 
 // Calls `f(batch)` for each of the next `count` batches (all that are left by default) until it returns false.
 // Batches not taken stay in the loader for the next call.

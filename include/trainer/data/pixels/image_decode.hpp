@@ -22,10 +22,12 @@ struct ImageInfo {
   int64_t width = 0;
   bool truncated = false;  // a JPEG whose entropy-coded data has no end-of-image marker
   // JPEG frame header: what the GPU decoders take (gpu_decodable).
-  int components = 0;               // 1 grey, 3 YCbCr, 4 CMYK / YCCK
-  bool sequential_huffman = false;  // baseline or extended sequential, Huffman coded (SOF0, SOF1): not progressive,
-                                    // lossless or arithmetic coded
-  bool common_sampling = false;     // chroma 4:4:4, 4:2:2, 4:2:0 or 4:4:0 (not 4:1:1 and rarer layouts)
+  int components = 0;                // 1 grey, 3 YCbCr, 4 CMYK / YCCK
+  bool sequential_huffman = false;   // baseline or extended sequential, Huffman coded (SOF0, SOF1): not progressive,
+                                     // lossless or arithmetic coded
+  bool progressive_huffman = false;  // progressive, Huffman coded (SOF2)
+  int sample_bits = 0;               // the frame's sample precision: 8 (12 and 16 are rare)
+  bool common_sampling = false;      // chroma 4:4:4, 4:2:2, 4:2:0 or 4:4:0 (not 4:1:1 and rarer layouts)
 };
 
 // Whether nvJPEG's batched decoders take the file: a complete sequential Huffman JPEG, grey or YCbCr, with a

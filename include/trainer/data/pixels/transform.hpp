@@ -5,7 +5,8 @@
 // decode and pick a reduced JPEG decode; rendering then crops and resizes the decoded pixels.
 //   SamplePlan p = plan_sample(spec, height, width, sample_seed);
 //   int r = decode_reduction(p, spec);       // 1, 2, 4 or 8
-//   render(decoded_at_1_over_r, height, width, p, spec, out);
+//   PixelRegion wanted = read_region(ceil(height / r), ceil(width / r), height, width, p, spec);
+//   render(the_decoded_region, height, width, p, spec, out);   // (sample_pixels.hpp does these steps)
 #pragma once
 
 #include <opencv2/core.hpp>
@@ -14,6 +15,7 @@
 
 #include "trainer/config/config.hpp"
 #include "trainer/data/pixels/image_shape.hpp"
+#include "trainer/data/pixels/pixel_region.hpp"
 #include "trainer/util/hash.hpp"
 
 namespace trainer {
@@ -67,10 +69,17 @@ SamplePlan plan_sample(const TransformSpec& spec, int64_t height, int64_t width,
 // in both directions, so the final resize never enlarges what full resolution would have shrunk.
 int decode_reduction(const SamplePlan& plan, const TransformSpec& spec);
 
-// Crops plan.box out of `decoded` (the source image, possibly decoded at a reduced size: the box is scaled by
-// decoded/source), resizes it into `out` (spec.size x spec.size, already allocated), flips if planned, and
-// turns OpenCV's BGR into RGB. At full decode size the pixels equal torchvision's PIL transforms.
-void render(const cv::Mat& decoded, int64_t source_height, int64_t source_width, const SamplePlan& plan,
+// The pixels of the source decoded at full_width x full_height (a reduced size, or the source's own) that
+// render() reads for `plan`: the crop's box for training, what the resize's filter reaches of the center crop
+// for evaluation. Decoding only these gives the same result as decoding everything.
+PixelRegion read_region(int64_t full_height, int64_t full_width, int64_t source_height, int64_t source_width,
+                        const SamplePlan& plan, const TransformSpec& spec);
+
+// Crops plan.box out of the decoded source (possibly at a reduced size: the box is scaled by decoded/source;
+// `decoded` may be a region holding at least read_region's pixels), resizes it into `out` (spec.size x spec.size,
+// already allocated), flips if planned, and turns OpenCV's BGR into RGB. At full decode size the pixels equal
+// torchvision's PIL transforms.
+void render(const DecodedPixels& decoded, int64_t source_height, int64_t source_width, const SamplePlan& plan,
             const TransformSpec& spec, cv::Mat& out);
 
 }  // namespace trainer

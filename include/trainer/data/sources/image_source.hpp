@@ -17,6 +17,7 @@
 namespace trainer {
 
 struct EncodedImage;  // data/pixels/encoded_image.hpp: only the sources that defer files need its definition
+struct SampleTimes;   // data/pixels/sample_pixels.hpp
 
 struct Sample {
   cv::Mat image;  // uint8, HxWxC (C = 1 or 3)
@@ -28,7 +29,8 @@ struct Sample {
 struct ReadContext {
   uint64_t seed = 0;
   int64_t epoch = 0;
-  int64_t copy = 0;  // repeated augmentation: which copy of the image in this epoch (0 for the first)
+  int64_t copy = 0;              // repeated augmentation: which copy of the image in this epoch (0 for the first)
+  SampleTimes* times = nullptr;  // `trainer bench data`: where this sample's time goes (sources that decode files)
 };
 
 // The seed of sample i's augmentation draws.
