@@ -8,18 +8,7 @@
 #include <utility>
 #include <vector>
 
-// x86-64 SIMD paths for every compiler: GCC and Clang compile a function's intrinsics for the ISA its target
-// attribute names; MSVC compiles intrinsics of any ISA without one. Which path runs is decided once, from the CPU.
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define TRAINER_RESAMPLE_X86 1
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#define TRAINER_TARGET(isa)
-#else
-#define TRAINER_TARGET(isa) __attribute__((target(isa)))
-#endif
-#endif
+#include "trainer/data/pixels/resample_x86.hpp"
 
 namespace trainer {
 
@@ -110,68 +99,7 @@ void horizontal_pixel(const uint8_t* p, const int32_t* k, int n, uint8_t* o) {
   for (int ch = 0; ch < C; ++ch) o[ch] = clip_fixed_point(s[ch]);
 }
 
-#ifdef TRAINER_RESAMPLE_X86
-// The same for three channels with SSE4.1: a pixel's bytes widened to four 32-bit lanes (the fourth, the next
-// pixel's first byte, is computed and dropped), one multiply-add per tap instead of three. Reads one byte past
-// the last tap, so the caller keeps it off the final pixel of the image's memory.
-TRAINER_TARGET("sse4.1")
-void horizontal_row3_sse41(const uint8_t* in, const Coefficients& cx, int out_w, int safe_w, uint8_t* o) {
-  const __m128i half = _mm_set1_epi32(kHalf), zero = _mm_setzero_si128(), max = _mm_set1_epi32(255);
-  for (int xx = 0; xx < out_w; ++xx) {
-    const int first = cx.first[static_cast<size_t>(xx)], n = cx.count[static_cast<size_t>(xx)];
-    const int32_t* k = &cx.weights[static_cast<size_t>(xx) * static_cast<size_t>(cx.ksize)];
-    if (first + n > safe_w) {
-      horizontal_pixel<3>(in + static_cast<size_t>(first) * 3, k, n, o + xx * 3);
-      continue;
-    }
-    const uint8_t* p = in + static_cast<size_t>(first) * 3;
-    __m128i s = half;
-    for (int t = 0; t < n; ++t) {
-      int32_t bytes;
-      std::memcpy(&bytes, p + t * 3, sizeof(bytes));
-      const __m128i px = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(bytes));
-      s = _mm_add_epi32(s, _mm_mullo_epi32(px, _mm_set1_epi32(k[t])));
-    }
-    s = _mm_min_epi32(_mm_max_epi32(_mm_srai_epi32(s, kPrecisionBits), zero), max);
-    o[xx * 3 + 0] = static_cast<uint8_t>(_mm_extract_epi32(s, 0));
-    o[xx * 3 + 1] = static_cast<uint8_t>(_mm_extract_epi32(s, 1));
-    o[xx * 3 + 2] = static_cast<uint8_t>(_mm_extract_epi32(s, 2));
-  }
-}
 
-struct CpuFeatures {
-  bool sse41 = false, avx2 = false;
-};
-
-CpuFeatures detect_cpu() {
-  CpuFeatures f;
-#if defined(_MSC_VER) && !defined(__clang__)
-  int r[4];
-  __cpuid(r, 0);
-  const int max_leaf = r[0];
-  __cpuid(r, 1);
-  f.sse41 = (r[2] & (1 << 19)) != 0;
-  // AVX2 needs the OS to save the YMM registers (OSXSAVE set and XCR0's SSE and AVX state bits on).
-  const bool os_avx = (r[2] & (1 << 27)) != 0 && (r[2] & (1 << 28)) != 0 && (_xgetbv(0) & 6) == 6;
-  if (max_leaf >= 7) {
-    __cpuidex(r, 7, 0);
-    f.avx2 = os_avx && (r[1] & (1 << 5)) != 0;
-  }
-#else
-  __builtin_cpu_init();
-  f.sse41 = __builtin_cpu_supports("sse4.1");
-  f.avx2 = __builtin_cpu_supports("avx2");
-#endif
-  return f;
-}
-
-const CpuFeatures& cpu() {
-  static const CpuFeatures features = detect_cpu();
-  return features;
-}
-
-bool has_sse41() { return cpu().sse41; }
-#endif
 
 // Rows [row0, row0 + rows) of src, resampled horizontally into 8-bit rows of out_w pixels.
 template <int C>
@@ -179,14 +107,18 @@ void horizontal_pass(const cv::Mat& src, int row0, int rows, const Coefficients&
   for (int r = 0; r < rows; ++r) {
     const uint8_t* in = src.ptr<uint8_t>(row0 + r);
     uint8_t* o = tmp + static_cast<size_t>(r) * static_cast<size_t>(out_w) * C;
-#ifdef TRAINER_RESAMPLE_X86
-    if (C == 3 && has_sse41()) {
+    if (C == 3 && x86_features().sse41) {
       // Every pixel but the last of the image's memory may be read one byte beyond.
       const bool last_row = in + static_cast<size_t>(src.cols) * 3 >= src.dataend;
-      horizontal_row3_sse41(in, cx, out_w, last_row ? src.cols - 1 : src.cols, o);
+      const int safe_w = last_row ? src.cols - 1 : src.cols;
+      const int done = horizontal_row3_sse41(in, cx.first.data(), cx.count.data(), cx.weights.data(), cx.ksize, out_w,
+                                             safe_w, o, kPrecisionBits);
+      for (int xx = done; xx < out_w; ++xx)  // the pixels that would read past safe_w
+        horizontal_pixel<3>(in + static_cast<size_t>(cx.first[static_cast<size_t>(xx)]) * 3,
+                            &cx.weights[static_cast<size_t>(xx) * static_cast<size_t>(cx.ksize)],
+                            cx.count[static_cast<size_t>(xx)], o + xx * 3);
       continue;
     }
-#endif
     for (int xx = 0; xx < out_w; ++xx)
       horizontal_pixel<C>(in + static_cast<size_t>(cx.first[static_cast<size_t>(xx)]) * C,
                           &cx.weights[static_cast<size_t>(xx) * static_cast<size_t>(cx.ksize)],
@@ -195,57 +127,25 @@ void horizontal_pass(const cv::Mat& src, int row0, int rows, const Coefficients&
 }
 
 // acc[j] += row[j] * k for a whole row: the vertical pass's inner loop, with AVX2 where the CPU has it (32-bit
-// multiplies are SSE4.1 and later; the x86-64 baseline would emulate them).
-void accumulate_row_plain(int32_t* acc, const uint8_t* row, int32_t k, size_t n) {
-  for (size_t j = 0; j < n; ++j) acc[j] += static_cast<int32_t>(row[j]) * k;
+// multiplies are SSE4.1 and later; the x86-64 baseline would emulate them), the rest in plain C++.
+void accumulate_row_plain(int32_t* acc, const uint8_t* row, int32_t k, size_t n, size_t from) {
+  for (size_t j = from; j < n; ++j) acc[j] += static_cast<int32_t>(row[j]) * k;
 }
 
-void clip_row_plain(const int32_t* acc, uint8_t* out, size_t n, size_t from = 0) {
+void clip_row_plain(const int32_t* acc, uint8_t* out, size_t n, size_t from) {
   for (size_t j = from; j < n; ++j) out[j] = static_cast<uint8_t>(std::clamp(acc[j] >> kPrecisionBits, 0, 255));
 }
 
-#ifdef TRAINER_RESAMPLE_X86
-// Eight values at a time: the bytes widened to 32 bits, multiplied and added.
-TRAINER_TARGET("avx2") void accumulate_row_avx2(int32_t* acc, const uint8_t* row, int32_t k, size_t n) {
-  const __m256i weight = _mm256_set1_epi32(k);
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256i px = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + j)));
-    const __m256i sum =
-        _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + j)), _mm256_mullo_epi32(px, weight));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + j), sum);
-  }
-  for (; j < n; ++j) acc[j] += static_cast<int32_t>(row[j]) * k;
-}
 
-// Eight values at a time: shifted, clamped to 0..255 and packed to bytes in order.
-TRAINER_TARGET("avx2") void clip_row_avx2(const int32_t* acc, uint8_t* out, size_t n) {
-  const __m256i zero = _mm256_setzero_si256(), max = _mm256_set1_epi32(255);
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256i v = _mm256_min_epi32(
-        _mm256_max_epi32(
-            _mm256_srai_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + j)), kPrecisionBits), zero),
-        max);
-    const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j), _mm_packus_epi16(words, words));
-  }
-  clip_row_plain(acc, out, n, j);
-}
-#endif
 
 void accumulate_row(int32_t* acc, const uint8_t* row, int32_t k, size_t n) {
-#ifdef TRAINER_RESAMPLE_X86
-  if (cpu().avx2) return accumulate_row_avx2(acc, row, k, n);
-#endif
-  accumulate_row_plain(acc, row, k, n);
+  const size_t done = x86_features().avx2 ? accumulate_row_avx2(acc, row, k, n) : 0;
+  accumulate_row_plain(acc, row, k, n, done);
 }
 
 void clip_row(const int32_t* acc, uint8_t* out, size_t n) {
-#ifdef TRAINER_RESAMPLE_X86
-  if (cpu().avx2) return clip_row_avx2(acc, out, n);
-#endif
-  clip_row_plain(acc, out, n);
+  const size_t done = x86_features().avx2 ? clip_row_avx2(acc, out, n, kPrecisionBits) : 0;
+  clip_row_plain(acc, out, n, done);
 }
 
 // What a resample works in, kept from call to call by each thread (a loader worker resamples every image it
