@@ -13,8 +13,7 @@ root="${1:?usage: data_stability.sh ROOT [RUNS]}"
 runs="${2:-10}"
 trainer="${TRAINER:-build/release/trainer}"
 config="${CONFIG:-configs/resnet18_imagenet.json}"
-command=("$trainer" bench data --config "$config" --set data.root="$root" --set data.workers="${WORKERS:-2}"
-         --batches "${BATCHES:-24}" --json)
+command=("$trainer" bench data --config "$config" --set data.root="$root" --set data.workers="${WORKERS:-2}" --json)
 field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
@@ -25,7 +24,7 @@ for i in $(seq "$runs"); do
     extra=(); env=()
     [[ $way == *warmup_flag ]] && extra=(--warmup 2)
     [[ $way == trim* ]] && env=(MALLOC_TRIM_THRESHOLD_=134217728)
-    out=$(env "${env[@]}" "${command[@]}" "${extra[@]}")
+    out=$(env "${env[@]}" "${command[@]}" --batches "${BATCHES:-24}" "${extra[@]}")
     rates[$way]+="$(field "$out" images_per_s) "; rss[$way]+="$(field "$out" peak_rss_mib) "
     printf 'run %d %-17s %8.1f img/s  peak RSS %6.0f MiB\n' "$i" "$way" "$(field "$out" images_per_s)" \
       "$(field "$out" peak_rss_mib)"

@@ -99,8 +99,6 @@ void horizontal_pixel(const uint8_t* p, const int32_t* k, int n, uint8_t* o) {
   for (int ch = 0; ch < C; ++ch) o[ch] = clip_fixed_point(s[ch]);
 }
 
-
-
 // Rows [row0, row0 + rows) of src, resampled horizontally into 8-bit rows of out_w pixels.
 template <int C>
 void horizontal_pass(const cv::Mat& src, int row0, int rows, const Coefficients& cx, int out_w, uint8_t* tmp) {
@@ -135,8 +133,6 @@ void accumulate_row_plain(int32_t* acc, const uint8_t* row, int32_t k, size_t n,
 void clip_row_plain(const int32_t* acc, uint8_t* out, size_t n, size_t from) {
   for (size_t j = from; j < n; ++j) out[j] = static_cast<uint8_t>(std::clamp(acc[j] >> kPrecisionBits, 0, 255));
 }
-
-
 
 void accumulate_row(int32_t* acc, const uint8_t* row, int32_t k, size_t n) {
   const size_t done = x86_features().avx2 ? accumulate_row_avx2(acc, row, k, n) : 0;
