@@ -147,15 +147,28 @@ TEST(ImageNetLayout, BenchDataTimesThePipelineAndTheDecodeCeiling) {
   FolderRun run;  // 12 train images, batches of 4, 3 per epoch: 5 batches cross an epoch boundary
   auto r = trainer_cli("bench data --config " + run.config.string() + " --warmup 1 --batches 5 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  json out = json::parse(r.output.substr(r.output.rfind('{')));
+  // The JSON is the last line (objects nest in it: parse from the line's start).
+  auto last_line = [](const std::string& text) {
+    const auto at = text.rfind("\n{");
+    return text.substr(at == std::string::npos ? text.find('{') : at + 1);
+  };
+  json out = json::parse(last_line(r.output));
   EXPECT_EQ(out["mode"], "pipeline");
+  // Where the workers' time went: every worker read images, and at most the files' pixels were decoded.
+  ASSERT_FALSE(out["stages"]["workers"].empty()) << out.dump();
+  for (const auto& w : out["stages"]["workers"]) {
+    EXPECT_GT(w["images"].get<int64_t>(), 0);
+    EXPECT_GT(w["median_ms"]["decode"].get<double>(), 0.0);
+    EXPECT_GT(w["decoded_pixel_share"].get<double>(), 0.0);
+    EXPECT_LE(w["decoded_pixel_share"].get<double>(), 1.0);
+  }
   EXPECT_EQ(out["images"], 20);
   EXPECT_EQ(out["bad_images"], 0);
   EXPECT_GT(out["images_per_s"].get<double>(), 0.0);
   EXPECT_GE(out["normalize_ms_per_batch"].get<double>(), 0.0);
   r = trainer_cli("bench data --config " + run.config.string() + " --decode-only --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  out = json::parse(r.output.substr(r.output.rfind('{')));
+  out = json::parse(last_line(r.output));
   EXPECT_EQ(out["mode"], "decode_only");
   EXPECT_EQ(out["images"], 12);
   EXPECT_GT(out["images_per_s"].get<double>(), 0.0);
