@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <numeric>
+#include <set>
 
 #include "trainer/data/device/model_input.hpp"
 #include "trainer/data/loader/batch_dataset.hpp"
@@ -62,7 +63,8 @@ TEST(BatchPipeline, AFailedBatchAllocationIsADataErrorNotAnAbort) {
       message = e.what();
     }
     ::setrlimit(RLIMIT_AS, &saved);
-    EXPECT_EQ(message.rfind("data: cannot allocate a batch of 64 images (", 0), 0u) << workers << " workers: " << message;
+    EXPECT_EQ(message.rfind("data: cannot allocate a batch of 64 images (", 0), 0u)
+        << workers << " workers: " << message;
   }
 #endif
 }
@@ -101,6 +103,73 @@ TEST(Normalization, TheOnePassCpuPathGivesTheTensorOpsBits) {
       EXPECT_TRUE(x.is_contiguous(channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous));
       EXPECT_TRUE(torch::equal(x, reference)) << channels << " channels, channels_last " << channels_last;
     }
+  }
+}
+
+// A CPU step's float input is written into the last one's memory once nothing holds that any more, also for a
+// smaller batch, in either layout, with the bits of a fresh one; while it is held, a new block is taken.
+TEST(Normalization, TheFloatInputIsWrittenAgainOnceLetGo) {
+  torch::manual_seed(6);
+  const auto images = torch::randint(0, 256, {4, 6, 5, 3}, torch::kUInt8);
+  const auto norm = make_normalization({0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}, 3, torch::kCPU);
+  for (const bool channels_last : {false, true}) {
+    const auto format = channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+    torch::Tensor reuse;
+    auto held = to_model_input(images, norm, channels_last, &reuse);
+    const void* first = held.data_ptr();
+    auto second = to_model_input(images, norm, channels_last, &reuse);
+    EXPECT_NE(second.data_ptr(), first) << "the first is still held";
+    const void* block = second.data_ptr();
+    held = torch::Tensor();
+    second = torch::Tensor();
+    const auto again = to_model_input(images, norm, channels_last, &reuse);
+    EXPECT_EQ(again.data_ptr(), block);
+    EXPECT_TRUE(again.is_contiguous(format));
+    EXPECT_TRUE(torch::equal(again, to_model_input(images, norm, channels_last)));
+  }
+  torch::Tensor reuse;
+  (void)to_model_input(images, norm, true, &reuse);
+  const void* block = reuse.data_ptr();
+  const auto smaller = to_model_input(images.narrow(0, 0, 2).contiguous(), norm, true, &reuse);
+  EXPECT_EQ(smaller.data_ptr(), block) << "a smaller batch fits in the same memory";
+  EXPECT_EQ(smaller.sizes(), (std::vector<int64_t>{2, 3, 6, 5}));
+  EXPECT_TRUE(smaller.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(torch::equal(smaller, to_model_input(images.narrow(0, 0, 2).contiguous(), norm, true)));
+}
+
+// The pipeline writes batches again once their consumer has let them go, a smaller last batch included, and
+// never one still held: a few blocks circulate, whatever the number of batches.
+TEST(BatchPipeline, BatchesLetGoAreWrittenAgainAndHeldOnesNever) {
+  auto source = std::make_shared<SyntheticSource>(30, ImageShape{6, 5, 3}, 4, 9);
+  auto dataset = std::make_shared<const BatchDataset>(source, false);
+  for (const size_t workers : {size_t{0}, size_t{2}}) {
+    size_t plan = 0;
+    BatchPipeline pipeline(
+        [&]() -> std::optional<BatchPlan> {
+          if (plan == 8) return std::nullopt;
+          std::vector<size_t> indices(plan == 7 ? 2 : 4);  // the last batch is smaller
+          std::iota(indices.begin(), indices.end(), (plan++ * 3) % 26);
+          return BatchPlan{dataset, indices};
+        },
+        workers, /*in_flight=*/2);
+    std::set<const void*> blocks;
+    std::optional<ImageBatch> kept;
+    torch::Tensor kept_copy;
+    size_t batches = 0;
+    while (auto batch = pipeline.next()) {
+      const void* at = batch->images.data_ptr();
+      if (batches == 7) EXPECT_TRUE(blocks.count(at)) << "the smaller last batch takes a block seen before";
+      blocks.insert(at);
+      if (batches == 1) {
+        kept = *batch;
+        kept_copy = batch->images.clone();
+      }
+      ++batches;
+    }
+    EXPECT_EQ(batches, 8u);
+    // The two in flight, the one being taken and the one kept; never one per batch.
+    EXPECT_LE(blocks.size(), 4u) << workers << " workers";
+    EXPECT_TRUE(torch::equal(kept->images, kept_copy)) << "a batch still held is never written";
   }
 }
 

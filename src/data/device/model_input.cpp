@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "trainer/util/reused_memory.hpp"
+
 namespace trainer {
 
 Normalization make_normalization(const std::vector<double>& mean, const std::vector<double>& std, int64_t channels,
@@ -27,12 +29,12 @@ namespace {
 torch::Tensor normalize_on_cpu(const torch::Tensor& images, const Normalization& norm, torch::MemoryFormat format,
                                torch::Tensor* reuse) {
   const int64_t n = images.size(0), h = images.size(1), w = images.size(2), c = images.size(3);
-  torch::Tensor out;
-  if (reuse && reuse->defined() && reuse->use_count() == 1 && reuse->storage().use_count() == 1 &&
-      reuse->sizes() == at::IntArrayRef{n, c, h, w} && reuse->is_contiguous(format))
-    out = *reuse;  // the last input, released by everything that used it: written again in place
-  else out = torch::empty({n, c, h, w}, torch::TensorOptions().dtype(torch::kFloat).memory_format(format));
-  if (reuse) *reuse = out;
+  // The last input's memory, once everything that used it has let it go, written again in place (its first n
+  // samples for a smaller batch); `reuse` keeps the largest block.
+  const bool spare = reuse && only_holder(*reuse);
+  const torch::Tensor out =
+      in_memory_of(spare ? *reuse : torch::Tensor(), {n, c, h, w}, torch::TensorOptions().dtype(torch::kFloat), format);
+  if (reuse && (!spare || !out.is_alias_of(*reuse))) *reuse = out;
   const auto mean_t = norm.mean.to(torch::kFloat).contiguous(), inv_t = norm.inv_std.to(torch::kFloat).contiguous();
   const float* mean = mean_t.data_ptr<float>();
   const float* inv = inv_t.data_ptr<float>();

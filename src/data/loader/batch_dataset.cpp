@@ -6,6 +6,7 @@
 #include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/hash.hpp"
+#include "trainer/util/reused_memory.hpp"
 
 namespace trainer {
 
@@ -34,16 +35,6 @@ BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_m
     throw std::logic_error("pixel augmentations need the CPU decode (choose_decode falls back to it)");
 }
 
-namespace {
-
-// `spare`'s tensor when it has these sizes, else a new one.
-torch::Tensor reuse_or_empty(torch::Tensor spare, at::IntArrayRef sizes, const torch::TensorOptions& options) {
-  if (spare.defined() && spare.sizes() == sizes && spare.scalar_type() == options.dtype()) return spare;
-  return torch::empty(sizes, options);
-}
-
-}  // namespace
-
 ImageBatch BatchDataset::allocate(size_t n, ImageBatch spare) const {
   const auto start = Clock::now();
   const auto count = static_cast<int64_t>(n);
@@ -51,10 +42,9 @@ ImageBatch BatchDataset::allocate(size_t n, ImageBatch spare) const {
   // Pinned batches come from LibTorch's caching host allocator, which reuses a block only once the copies that
   // read it have finished on the device: taking one back here could overwrite a batch still in transfer.
   if (pin_memory_) spare = ImageBatch{};
-  ImageBatch batch{
-      reuse_or_empty(std::move(spare.images), {count, shape_.height, shape_.width, shape_.channels}, options),
-      reuse_or_empty(std::move(spare.labels), {count}, options.dtype(torch::kInt64)),
-      {}};
+  ImageBatch batch{in_memory_of(spare.images, {count, shape_.height, shape_.width, shape_.channels}, options),
+                   in_memory_of(spare.labels, {count}, options.dtype(torch::kInt64)),
+                   {}};
   if (augment_ && augment_->erases()) batch.erase = torch::zeros({count, kEraseColumns}, torch::kInt64);
   if (intake_) batch.encoded.resize(n);
   if (profile_) profile_->add_batch_memory(seconds_since(start));

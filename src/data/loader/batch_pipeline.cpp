@@ -3,16 +3,10 @@
 #include <algorithm>
 
 #include "trainer/util/error.hpp"
+#include "trainer/util/reused_memory.hpp"
 #include "trainer/util/text.hpp"
 
 namespace trainer {
-
-namespace {
-
-// Nobody but the pipeline holds `t` or a view of its memory any more.
-bool unshared(const torch::Tensor& t) { return t.use_count() == 1 && t.storage().use_count() == 1; }
-
-}  // namespace
 
 struct BatchPipeline::Batch {
   BatchPlan plan;
@@ -68,7 +62,7 @@ void BatchPipeline::top_up() {
 
 ImageBatch BatchPipeline::take_spare() {
   for (auto it = handed_out_.begin(); it != handed_out_.end(); ++it)
-    if (unshared(it->images) && unshared(it->labels)) {
+    if (only_holder(it->images) && only_holder(it->labels)) {
       ImageBatch spare = std::move(*it);
       handed_out_.erase(it);
       return spare;
