@@ -103,22 +103,16 @@ std::string fixed(double value, int decimals) {
   return buf;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 // Per worker: median milliseconds per image of each stage, each stage's share of the worker's time, and the share
 // of the files' pixels decoded; and the median time to get a batch's memory. Warm-up batches included.
 nlohmann::json stage_report(const PipelineProfile& profile) {
   nlohmann::json workers = nlohmann::json::array();
   for (const WorkerProfile& w : profile.workers()) {
-    nlohmann::json median, share;
+    nlohmann::json medians, share;
     double busy = 0;
     for (double t : w.total_s) busy += t;
     for (size_t k = 0; k < kSampleStages; ++k) {
-      median[sample_stage_name(k)] = w.median_ms[k];
+      medians[sample_stage_name(k)] = w.median_ms[k];
       share[sample_stage_name(k)] = busy > 0 ? w.total_s[k] / busy : 0.0;
     }
     workers.push_back(
@@ -128,7 +122,7 @@ nlohmann::json stage_report(const PipelineProfile& profile) {
          {"decoded_pixel_share",
           w.pixels_full > 0 ? static_cast<double>(w.pixels_decoded) / static_cast<double>(w.pixels_full) : 0.0}});
   }
-  return {{"workers", workers}, {"batch_memory_ms", 1000.0 * median_of(profile.batch_memory_s())}};
+  return {{"workers", workers}, {"batch_memory_ms", 1000.0 * median(profile.batch_memory_s())}};
 }
 
 // The pipeline as a run builds it, through what a step does with a batch before the model (to the device,

@@ -103,7 +103,7 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
   batch.labels.data_ptr<int64_t>()[b] = dropped ? kDroppedLabel : source_->label(index);
   if (augment_ && !dropped) {
     // Drawn from the slot's sample and copy (not a replacement's), like the crop of a replaced image.
-    const auto start = Clock::now();
+    const auto start = profile_ ? Clock::now() : Clock::time_point();
     const uint64_t seed = sample_seed(context, wanted);
     if (augment_->pixels()) augment_->apply(slot, seed);
     if (augment_->erases()) {
@@ -111,7 +111,7 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
       auto* row = batch.erase.data_ptr<int64_t>() + static_cast<int64_t>(b) * kEraseColumns;
       row[0] = e.top, row[1] = e.left, row[2] = e.height, row[3] = e.width, row[4] = e.noise_seed;
     }
-    times.augment_s = seconds_since(start);
+    if (profile_) times.augment_s = seconds_since(start);
   }
   if (profile_) profile_->add_sample(times);
 }
