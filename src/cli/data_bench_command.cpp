@@ -117,7 +117,7 @@ nlohmann::json stage_report(const PipelineProfile& profile) {
     }
     workers.push_back(
         {{"images", w.samples},
-         {"median_ms", median},
+         {"median_ms", medians},
          {"time_share", share},
          {"decoded_pixel_share",
           w.pixels_full > 0 ? static_cast<double>(w.pixels_decoded) / static_cast<double>(w.pixels_full) : 0.0}});
