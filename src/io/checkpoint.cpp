@@ -195,26 +195,33 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   if (fs::file_size(path, ec) < 0xFFFFFFFFull && !ec)
     if (const auto failed = read_file(path, bytes))
       throw CheckpointError(path.string() + ": cannot read (" + failed.message() + ")");
-  c10::IValue meta_value;
+  // Every byte against its record's CRC-32 before LibTorch parses any of it: its archive reader and unpickler
+  // then only see pickles as they were written. Damage confined to tensor bytes is named after the archive is
+  // read (the weight, where the file lists checksums).
+  const auto damage = bytes.empty() ? std::vector<ZipDamage>{}
+                                    : damaged_records(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const auto damaged = [&](const std::string& part) {
+    return CheckpointError(path.string() + ": " + part +
+                           ": the file was damaged after it was written (bit rot, an interrupted copy); use an "
+                           "earlier checkpoint or another copy");
+  };
+  for (const ZipDamage& d : damage)
+    if (!is_tensor_data_record(d.record)) throw damaged(d.what);
+  c10::IValue meta_value, sums_value;
   try {
     if (bytes.empty()) archive_->load_from(path.string());
     else archive_->load_from(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     archive_->read("meta", meta_value);
+    if (archive_->try_read("checksums", sums_value) && sums_value.isString())
+      checksums_ = json::parse(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
   } catch (const c10::Error& e) {
     throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" +
                           first_line(e.what_without_backtrace()) + ")");
+  } catch (const std::exception& e) {  // LibTorch's other errors: a TorchScript module without our records, ...
+    throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + first_line(e.what()) + ")");
   }
   if (!meta_value.isString()) throw CheckpointError(path.string() + ": not a trainer checkpoint (no metadata)");
-  c10::IValue sums_value;
-  if (archive_->try_read("checksums", sums_value) && sums_value.isString())
-    checksums_ = json::parse(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
-  // Every byte against its record's CRC-32, before anything is restored from the file.
-  if (const auto damaged = bytes.empty()
-                               ? std::nullopt
-                               : first_damaged_record(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
-    throw CheckpointError(path.string() + ": " + damaged_part(*damaged) +
-                          ": the file was damaged after it was written (bit rot, an interrupted copy); use an earlier "
-                          "checkpoint or another copy");
+  if (!damage.empty()) throw damaged(damaged_part(damage.front().what));
   json j;
   try {
     j = json::parse(meta_value.toStringRef());

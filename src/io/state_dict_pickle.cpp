@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <map>
 
 #include "trainer/util/checked_math.hpp"
@@ -33,10 +34,57 @@ const std::map<std::string, PickleCallable>& callables() {
   return known;
 }
 
-PickleValuePtr make(PickleValue::Kind kind) {
-  auto v = std::make_shared<PickleValue>();
-  v->kind = kind;
-  return v;
+// The pickle instructions a state dict is written with (Python's pickle protocol 2-4, Lib/pickle.py's names).
+enum class Op : uint8_t {
+  kProto = 0x80,
+  kFrame = 0x95,
+  kStop = '.',
+  kMark = '(',
+  kNone = 'N',
+  kNewTrue = 0x88,
+  kNewFalse = 0x89,
+  kBinInt = 'J',
+  kBinInt1 = 'K',
+  kBinInt2 = 'M',
+  kLong1 = 0x8a,
+  kBinFloat = 'G',
+  kBinUnicode = 'X',
+  kShortBinUnicode = 0x8c,
+  kBinString = 'T',
+  kShortBinString = 'U',
+  kEmptyTuple = ')',
+  kEmptyList = ']',
+  kEmptyDict = '}',
+  kTuple1 = 0x85,
+  kTuple2 = 0x86,
+  kTuple3 = 0x87,
+  kTuple = 't',
+  kList = 'l',
+  kDict = 'd',
+  kAppend = 'a',
+  kAppends = 'e',
+  kSetItem = 's',
+  kSetItems = 'u',
+  kBinPut = 'q',
+  kLongBinPut = 'r',
+  kMemoize = 0x94,
+  kBinGet = 'h',
+  kLongBinGet = 'j',
+  kGlobal = 'c',
+  kStackGlobal = 0x93,
+  kReduce = 'R',
+  kBuild = 'b',
+  kBinPersId = 'Q',
+};
+
+// Bounds no state dict comes near (ResNet-152's holds about 15,000 values, nested 3 deep), so that a hostile
+// pickle cannot make the reader hold gigabytes of values or destroy a chain deep enough to overflow the stack.
+constexpr size_t kMaxValues = size_t{1} << 20;
+constexpr uint32_t kMaxNesting = 64;
+constexpr size_t kMaxTensorDims = 64;
+
+bool is_container(const PickleValue& v) {
+  return v.kind == PickleValue::Kind::tuple || v.kind == PickleValue::Kind::list || v.kind == PickleValue::Kind::dict;
 }
 
 // Whether every element of a strided view (sizes and strides >= 0) lies inside a storage of `numel` elements,
@@ -62,23 +110,23 @@ class Unpickler {
   PickleValuePtr run() {
     for (;;) {
       const uint8_t op = byte();
-      switch (op) {
-        case 0x80: byte(); break;   // PROTO
-        case 0x95: take(8); break;  // FRAME
-        case '.': return pop();     // STOP
-        case '(': push(make(PickleValue::Kind::mark)); break;
-        case 'N': push(make(PickleValue::Kind::none)); break;
-        case 0x88:
-        case 0x89: {  // NEWTRUE, NEWFALSE
+      switch (static_cast<Op>(op)) {
+        case Op::kProto: byte(); break;   // PROTO
+        case Op::kFrame: take(8); break;  // FRAME
+        case Op::kStop: return pop();     // STOP
+        case Op::kMark: push(make(PickleValue::Kind::mark)); break;
+        case Op::kNone: push(make(PickleValue::Kind::none)); break;
+        case Op::kNewTrue:
+        case Op::kNewFalse: {  // NEWTRUE, NEWFALSE
           auto v = make(PickleValue::Kind::boolean);
-          v->integer = op == 0x88;
+          v->integer = op == static_cast<uint8_t>(Op::kNewTrue);
           push(v);
           break;
         }
-        case 'J': push_integer(static_cast<int32_t>(little(4))); break;  // BININT
-        case 'K': push_integer(static_cast<int64_t>(little(1))); break;  // BININT1
-        case 'M': push_integer(static_cast<int64_t>(little(2))); break;  // BININT2
-        case 0x8a: {                                                     // LONG1
+        case Op::kBinInt: push_integer(static_cast<int32_t>(little(4))); break;  // BININT
+        case Op::kBinInt1: push_integer(static_cast<int64_t>(little(1))); break;  // BININT1
+        case Op::kBinInt2: push_integer(static_cast<int64_t>(little(2))); break;  // BININT2
+        case Op::kLong1: {                                                     // LONG1
           const size_t n = byte();
           if (n > 8) fail("an integer wider than 64 bits");
           uint64_t u = n ? little(n) : 0;
@@ -86,7 +134,7 @@ class Unpickler {
           push_integer(static_cast<int64_t>(u));
           break;
         }
-        case 'G': {  // BINFLOAT, big-endian
+        case Op::kBinFloat: {  // BINFLOAT, big-endian
           uint64_t bits = 0;
           for (int i = 0; i < 8; ++i) bits = bits << 8 | byte();
           auto v = make(PickleValue::Kind::real);
@@ -94,83 +142,84 @@ class Unpickler {
           push(v);
           break;
         }
-        case 'X': push_text(take(little(4))); break;            // BINUNICODE
-        case 0x8c: push_text(take(byte())); break;              // SHORT_BINUNICODE
-        case 'T': push_text(take(little(4))); break;            // BINSTRING
-        case 'U': push_text(take(byte())); break;               // SHORT_BINSTRING
-        case ')': push(make(PickleValue::Kind::tuple)); break;  // EMPTY_TUPLE
-        case ']': push(make(PickleValue::Kind::list)); break;   // EMPTY_LIST
-        case '}': push(make(PickleValue::Kind::dict)); break;   // EMPTY_DICT
-        case 0x85:
-        case 0x86:
-        case 0x87: {  // TUPLE1, TUPLE2, TUPLE3
+        case Op::kBinUnicode: push_text(take(little(4))); break;            // BINUNICODE
+        case Op::kShortBinUnicode: push_text(take(byte())); break;              // SHORT_BINUNICODE
+        case Op::kBinString: push_text(take(little(4))); break;            // BINSTRING
+        case Op::kShortBinString: push_text(take(byte())); break;               // SHORT_BINSTRING
+        case Op::kEmptyTuple: push(make(PickleValue::Kind::tuple)); break;  // EMPTY_TUPLE
+        case Op::kEmptyList: push(make(PickleValue::Kind::list)); break;   // EMPTY_LIST
+        case Op::kEmptyDict: push(make(PickleValue::Kind::dict)); break;   // EMPTY_DICT
+        case Op::kTuple1:
+        case Op::kTuple2:
+        case Op::kTuple3: {  // TUPLE1, TUPLE2, TUPLE3
           auto v = make(PickleValue::Kind::tuple);
-          v->items.resize(op - 0x84);
-          for (size_t i = v->items.size(); i-- > 0;) v->items[i] = pop();
+          std::vector<PickleValuePtr> items(op - static_cast<uint8_t>(Op::kTuple1) + 1);
+          for (size_t i = items.size(); i-- > 0;) items[i] = pop();
+          for (auto& item : items) append(*v, std::move(item));
           push(v);
           break;
         }
-        case 't':
-        case 'l': {  // TUPLE, LIST from the mark
-          auto v = make(op == 't' ? PickleValue::Kind::tuple : PickleValue::Kind::list);
-          v->items = pop_to_mark();
+        case Op::kTuple:
+        case Op::kList: {  // TUPLE, LIST from the mark
+          auto v = make(op == static_cast<uint8_t>(Op::kTuple) ? PickleValue::Kind::tuple : PickleValue::Kind::list);
+          for (auto& item : pop_to_mark()) append(*v, std::move(item));
           push(v);
           break;
         }
-        case 'd': {  // DICT from the mark
+        case Op::kDict: {  // DICT from the mark
           auto v = make(PickleValue::Kind::dict);
           set_items(*v, pop_to_mark());
           push(v);
           break;
         }
-        case 'a': {  // APPEND
+        case Op::kAppend: {  // APPEND
           auto item = pop();
-          list_on_top().items.push_back(item);
+          append(list_on_top(), std::move(item));
           break;
         }
-        case 'e': {  // APPENDS
+        case Op::kAppends: {  // APPENDS
           auto items = pop_to_mark();
           auto& list = list_on_top();
-          list.items.insert(list.items.end(), items.begin(), items.end());
+          for (auto& item : items) append(list, std::move(item));
           break;
         }
-        case 's': {  // SETITEM
+        case Op::kSetItem: {  // SETITEM
           auto value = pop(), key = pop();
-          dict_on_top().entries.emplace_back(key, value);
+          set_item(dict_on_top(), std::move(key), std::move(value));
           break;
         }
-        case 'u': {  // SETITEMS
+        case Op::kSetItems: {  // SETITEMS
           auto items = pop_to_mark();
           set_items(dict_on_top(), items);
           break;
         }
-        case 'q': memo_[little(1)] = top(); break;      // BINPUT
-        case 'r': memo_[little(4)] = top(); break;      // LONG_BINPUT
-        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
-        case 'h': push(memo(little(1))); break;         // BINGET
-        case 'j': push(memo(little(4))); break;         // LONG_BINGET
-        case 'c': {                                     // GLOBAL "module\nname\n"
+        case Op::kBinPut: memo_[little(1)] = top(); break;      // BINPUT
+        case Op::kLongBinPut: memo_[little(4)] = top(); break;      // LONG_BINPUT
+        case Op::kMemoize: memo_[memo_.size()] = top(); break;  // MEMOIZE
+        case Op::kBinGet: push(memo(little(1))); break;         // BINGET
+        case Op::kLongBinGet: push(memo(little(4))); break;         // LONG_BINGET
+        case Op::kGlobal: {                                     // GLOBAL "module\nname\n"
           const std::string module = line(), name = line();
           push(global(module, name));
           break;
         }
-        case 0x93: {  // STACK_GLOBAL
+        case Op::kStackGlobal: {  // STACK_GLOBAL
           auto name = pop(), module = pop();
           if (name->kind != PickleValue::Kind::text || module->kind != PickleValue::Kind::text)
             fail("a malformed class name");
           push(global(module->text, name->text));
           break;
         }
-        case 'R': {  // REDUCE: callable(*args)
+        case Op::kReduce: {  // REDUCE: callable(*args)
           auto args = pop(), callable = pop();
           push(reduce(*callable, *args));
           break;
         }
-        case 'b': {  // BUILD: the object's state (OrderedDict's _metadata, the module versions): not needed
+        case Op::kBuild: {  // BUILD: the object's state (OrderedDict's _metadata, the module versions): not needed
           pop();
           break;
         }
-        case 'Q': push(persistent_load(*pop())); break;  // BINPERSID
+        case Op::kBinPersId: push(persistent_load(*pop())); break;  // BINPERSID
         default: {
           char hex[8];
           std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -248,12 +297,38 @@ class Unpickler {
   }
   void set_items(PickleValue& dict, const std::vector<PickleValuePtr>& flat) {
     if (flat.size() % 2) fail("a dict with a key and no value");
-    for (size_t i = 0; i < flat.size(); i += 2) dict.entries.emplace_back(flat[i], flat[i + 1]);
+    for (size_t i = 0; i < flat.size(); i += 2) set_item(dict, flat[i], flat[i + 1]);
   }
+  // A second reference to a value. Never to a list, tuple or dict: a state dict shares only tensors, strings
+  // and class names, and a shared container is how a pickle builds a cycle (a list inside itself), which
+  // reference counting would never free.
   PickleValuePtr memo(uint64_t key) {
     const auto it = memo_.find(key);
     if (it == memo_.end()) fail("a reference to an unknown memo entry");
+    if (is_container(*it->second)) fail("a second reference to a list, tuple or dict");
     return it->second;
+  }
+
+  PickleValuePtr make(PickleValue::Kind kind) {
+    if (++values_ > kMaxValues) fail("more than " + std::to_string(kMaxValues) + " values");
+    auto v = std::make_shared<PickleValue>();
+    v->kind = kind;
+    return v;
+  }
+
+  // An item into a tuple or list, and a key and value into a dict, each nesting the container one deeper.
+  void nest(PickleValue& container, const PickleValue& item) {
+    if (item.nesting + 1 > kMaxNesting) fail("values nested more than " + std::to_string(kMaxNesting) + " deep");
+    container.nesting = std::max(container.nesting, item.nesting + 1);
+  }
+  void append(PickleValue& container, PickleValuePtr item) {
+    nest(container, *item);
+    container.items.push_back(std::move(item));
+  }
+  void set_item(PickleValue& dict, PickleValuePtr key, PickleValuePtr value) {
+    nest(dict, *key);
+    nest(dict, *value);
+    dict.entries.emplace_back(std::move(key), std::move(value));
   }
 
   // The only classes and functions a state dict names. Anything else (argparse.Namespace in a training
@@ -277,6 +352,7 @@ class Unpickler {
   }
 
   std::vector<int64_t> sizes(const PickleValue& tuple) const {
+    if (tuple.items.size() > kMaxTensorDims) fail("a tensor of more than " + std::to_string(kMaxTensorDims) + " dimensions");
     std::vector<int64_t> out;
     for (const auto& item : tuple.items) {
       if (item->kind != PickleValue::Kind::integer || item->integer < 0)
@@ -318,7 +394,8 @@ class Unpickler {
 
   // ('storage', storage class, key, location, numel): the loader gives the storage's contents.
   PickleValuePtr persistent_load(const PickleValue& id) {
-    if (id.kind != PickleValue::Kind::tuple || id.items.size() < 5 || id.items[0]->text != "storage" ||
+    if (id.kind != PickleValue::Kind::tuple || id.items.size() < 5 || id.items[0]->kind != PickleValue::Kind::text ||
+        id.items[0]->text != "storage" ||
         id.items[1]->kind != PickleValue::Kind::storage_class || id.items[2]->kind != PickleValue::Kind::text ||
         id.items[4]->kind != PickleValue::Kind::integer)
       fail("a reference to something other than a tensor storage");
@@ -337,6 +414,7 @@ class Unpickler {
   std::vector<PickleValuePtr> stack_;
   std::map<uint64_t, PickleValuePtr> memo_;
   std::map<std::string, PickleValuePtr> storages_;
+  size_t values_ = 0;  // made so far, against kMaxValues
 };
 
 }  // namespace

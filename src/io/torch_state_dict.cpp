@@ -53,9 +53,12 @@ bool is_torch_zip_file(const std::vector<uint8_t>& head) {
 }
 
 NamedTensors read_torch_state_dict(const std::filesystem::path& path) {
-  const std::string file = path.string();
   std::vector<uint8_t> bytes;
-  if (const auto ec = read_file(path, bytes)) throw WeightsError(file + ": cannot read (" + ec.message() + ")");
+  if (const auto ec = read_file(path, bytes)) throw WeightsError(path.string() + ": cannot read (" + ec.message() + ")");
+  return torch_state_dict_from_bytes(path.string(), bytes);
+}
+
+NamedTensors torch_state_dict_from_bytes(const std::string& file, const std::vector<uint8_t>& bytes) {
   if (is_legacy_torch_file(bytes))
     throw WeightsError(file +
                        ": PyTorch's legacy format (torch.save before 1.6, or with "

@@ -108,6 +108,50 @@ TEST(MnistIdx, LabelOutOfRange) {
             std::string::npos);
 }
 
+// An IDX header as bytes: magic, then each dimension big-endian.
+std::vector<uint8_t> idx_header(uint32_t magic, const std::vector<uint32_t>& dims) {
+  std::vector<uint8_t> bytes;
+  for (const uint32_t v : [&] {
+         std::vector<uint32_t> all{magic};
+         all.insert(all.end(), dims.begin(), dims.end());
+         return all;
+       }())
+    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<uint8_t>(v >> shift));
+  return bytes;
+}
+
+// 2^22 x 2^21 x 2^21 is 2^64: a product that wraps to 0 must not pass for a 16-byte file of no pixels.
+TEST(MnistIdx, DimensionsWhoseProductWrapsAreRefused) {
+  TempDir dir;
+  write_bytes(dir / "img", idx_header(2051, {1u << 22, 1u << 21, 1u << 21}), false);
+  write_bytes(dir / "lab", idx_labels(make_labels(2, 10, 1)), false);
+  const std::string message = data_error({dir / "img", dir / "lab"});
+  EXPECT_NE(message.find((dir / "img").string() + ": dimensions whose product does not fit in 64 bits"),
+            std::string::npos)
+      << message;
+}
+
+TEST(MnistIdx, ImagesWiderThanAnyIdxSetAreRefused) {
+  TempDir dir;
+  write_bytes(dir / "img", idx_header(2051, {0, 1, 100000}), false);
+  write_bytes(dir / "lab", idx_header(2049, {0}), false);
+  EXPECT_NE(data_error({dir / "img", dir / "lab"}).find("image size is 1x100000"), std::string::npos);
+}
+
+// A gzip stream that inflates past the size its header declares stops there: a few kilobytes of gzip must not
+// inflate to gigabytes before the length is checked.
+TEST(MnistIdx, GzipInflatesNoFurtherThanTheHeaderDeclares) {
+  TempDir dir;
+  const auto labels = make_labels(2, 10, 1);
+  auto images = idx_images(labels, 28, 28, 10, 1);
+  images.resize(images.size() + (64 << 20), 0);  // 64 MiB of zeros after the two images: 64 KiB of gzip
+  write_bytes(dir / "img.gz", images, true);
+  write_bytes(dir / "lab", idx_labels(labels), false);
+  EXPECT_LT(std::filesystem::file_size(dir / "img.gz"), 1u << 20);
+  const std::string message = data_error({dir / "img.gz", dir / "lab"});
+  EXPECT_NE(message.find("img.gz: trailing data: expected 1584 bytes, found more"), std::string::npos) << message;
+}
+
 // model.num_classes 0: the classes are the largest label + 1.
 TEST(MnistIdx, ClassesFromTheLabelsWhenNotGiven) {
   TempDir dir;

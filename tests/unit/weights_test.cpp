@@ -215,5 +215,27 @@ TEST(TorchStateDict, HostileSizesAreRefusedBeforeAnyAllocation) {
             "state dict does not hold");
 }
 
+// LibTorch's zip reader allocates a record's declared size before reading it: the declared sizes are checked
+// against the stored bytes first, so a few bytes of directory cannot ask for a gigabyte.
+TEST(TorchStateDict, ARecordDeclaringMoreThanItStoresIsRefused) {
+  testing::TempDir dir;
+  const std::string two = pickle_long(2), one = pickle_long(1);
+  const auto path = hostile_pth(dir / "h.pth", 4, 4, two + two, two + one);
+  std::string bytes = testing::read_text(path);
+  // The central directory entry of data/0 (16 bytes stored): its uncompressed size (offset 24) made 1 GiB.
+  size_t at = 0;
+  while ((at = bytes.find(std::string("PK\x01\x02", 4), at)) != std::string::npos) {
+    const size_t name_length = static_cast<uint8_t>(bytes[at + 28]) | static_cast<uint8_t>(bytes[at + 29]) << 8;
+    if (bytes.compare(at + 46 + name_length - 6, 6, "data/0") == 0) break;
+    at += 4;
+  }
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at + 24, 4, std::string("\x00\x00\x00\x40", 4));
+  testing::write_text(path, bytes);
+  EXPECT_EQ(state_dict_error(path), "weights: " + path.string() +
+                                        ": truncated or damaged (record archive/data/0 declares 1073741824 bytes but "
+                                        "stores 16)");
+}
+
 }  // namespace
 }  // namespace trainer

@@ -33,6 +33,7 @@ struct PickleValue {
   std::vector<std::pair<PickleValuePtr, PickleValuePtr>> entries;  // dict, in insertion order
   torch::Tensor tensor;                                            // tensor; a storage's flat contents
   PickleCallable callable = PickleCallable::ordered_dict;
+  uint32_t nesting = 0;  // 0 for a scalar; a container: 1 + its deepest item's
 };
 
 // A storage's contents, `numel` elements of `dtype`, by its key in the archive (data/KEY). Throws WeightsError

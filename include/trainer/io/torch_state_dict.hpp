@@ -25,5 +25,7 @@ bool is_legacy_torch_file(const std::vector<uint8_t>& head);
 // truncated or damaged (a record that fails its CRC-32), a pickled object other than the above (with its class),
 // a top level that is not a dict of tensors, or a tensor outside its storage.
 NamedTensors read_torch_state_dict(const std::filesystem::path& path);
+// The same from the file's bytes, already in memory; `file` names it in errors.
+NamedTensors torch_state_dict_from_bytes(const std::string& file, const std::vector<uint8_t>& bytes);
 
 }  // namespace trainer

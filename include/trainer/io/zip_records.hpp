@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trainer {
 
@@ -14,5 +15,18 @@ namespace trainer {
 // CRC-32", or the archive's structure ("no zip directory", "cut short").
 // `data` holds the whole archive (under 4 GiB: larger ones use zip64 records, which are left to the reader).
 std::optional<std::string> first_damaged_record(const char* data, size_t size);
+
+// A damaged record (`record` its name), or a fault in the archive's structure (`record` empty).
+struct ZipDamage {
+  std::string record;
+  std::string what;  // as first_damaged_record says it
+};
+// Every record that fails its CRC-32, in the directory's order; or the one structural fault that stops the walk
+// (no directory, a damaged header, a record cut short or declaring more than it stores).
+std::vector<ZipDamage> damaged_records(const char* data, size_t size);
+
+// Whether a record holds a tensor's bytes (<archive>/data/<key>): damage there spoils numbers, not structure, so
+// the archive's pickles may still be read to name the tensor.
+bool is_tensor_data_record(const std::string& name);
 
 }  // namespace trainer

@@ -4,15 +4,47 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include "trainer/platform/files.hpp"
+#include "trainer/util/checked_math.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
 
 namespace fs = std::filesystem;
 
-std::vector<uint8_t> read_maybe_gzip(const fs::path& file) {
+namespace {
+
+uint32_t big_endian_u32(const std::vector<uint8_t>& b, size_t offset) {
+  return (uint32_t(b[offset]) << 24) | (uint32_t(b[offset + 1]) << 16) | (uint32_t(b[offset + 2]) << 8) |
+         uint32_t(b[offset + 3]);
+}
+
+// The dimensions an IDX header of `ndims` declares, and the file size they make, in checked arithmetic (three
+// 32-bit dimensions can wrap 64 bits around to a small size); nullopt until `bytes` holds the whole header.
+struct IdxHeader {
+  std::vector<int64_t> dims;
+  uint64_t file_bytes = 0;
+};
+std::optional<IdxHeader> idx_header(const std::vector<uint8_t>& bytes, const fs::path& file, size_t ndims) {
+  const size_t header = 4 + 4 * ndims;
+  if (bytes.size() < header) return std::nullopt;
+  IdxHeader h;
+  uint64_t count = 1;
+  for (size_t d = 0; d < ndims; ++d) {
+    h.dims.push_back(big_endian_u32(bytes, 4 + 4 * d));
+    if (multiply_overflows(count, static_cast<uint64_t>(h.dims.back()), count))
+      throw DataError(file.string() + ": dimensions whose product does not fit in 64 bits (damaged file)");
+  }
+  if (add_overflows(count, header, h.file_bytes))
+    throw DataError(file.string() + ": dimensions whose product does not fit in 64 bits (damaged file)");
+  return h;
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_maybe_gzip(const fs::path& file, const DeclaredSize& declared_size) {
   // Read as bytes through the platform layer (a path in any script opens on Windows), then inflated in memory:
   // gzopen takes a narrow path.
   std::vector<uint8_t> raw;
@@ -24,12 +56,20 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& file) {
   z.avail_in = static_cast<uInt>(raw.size());
   std::vector<uint8_t> bytes;
   std::vector<uint8_t> chunk(1 << 20);
+  std::optional<uint64_t> declared;
   int status = Z_OK;
   while (status == Z_OK) {
     z.next_out = chunk.data();
     z.avail_out = static_cast<uInt>(chunk.size());
     status = inflate(&z, Z_NO_FLUSH);
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + (chunk.size() - z.avail_out));
+    // Inflated no further than the header says: a few kilobytes of gzip can inflate to gigabytes.
+    if (!declared && declared_size) declared = declared_size(bytes);
+    if (declared && bytes.size() > *declared) {
+      inflateEnd(&z);
+      throw DataError(file.string() + ": trailing data: expected " + std::to_string(*declared) +
+                      " bytes, found more");
+    }
     if (status == Z_STREAM_END && z.avail_in > 0) {  // gzip members may follow one another
       const auto rest = z.avail_in;
       const auto next = z.next_in;
@@ -49,11 +89,6 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& file) {
 
 namespace {
 
-uint32_t big_endian_u32(const std::vector<uint8_t>& b, size_t offset) {
-  return (uint32_t(b[offset]) << 24) | (uint32_t(b[offset + 1]) << 16) | (uint32_t(b[offset + 2]) << 8) |
-         uint32_t(b[offset + 3]);
-}
-
 // Checks the header and exact length of an IDX file; returns its dimensions.
 std::vector<int64_t> parse_idx_header(const std::vector<uint8_t>& bytes, const fs::path& file, uint32_t magic,
                                       size_t ndims) {
@@ -62,21 +97,22 @@ std::vector<int64_t> parse_idx_header(const std::vector<uint8_t>& bytes, const f
   if (found != magic)
     throw DataError(file.string() + ": bad magic number " + std::to_string(found) + ", expected " +
                     std::to_string(magic) + (magic == 2051 ? " (IDX images)" : " (IDX labels)"));
-  if (bytes.size() < header)
+  const auto h = idx_header(bytes, file, ndims);
+  if (!h)
     throw DataError(file.string() + ": truncated: expected at least " + std::to_string(header) +
                     " header bytes, found " + std::to_string(bytes.size()));
-  std::vector<int64_t> dims;
-  uint64_t expected = header;
-  uint64_t count = 1;
-  for (size_t d = 0; d < ndims; ++d) {
-    dims.push_back(big_endian_u32(bytes, 4 + 4 * d));
-    count *= static_cast<uint64_t>(dims.back());
-  }
-  expected += count;
-  if (bytes.size() != expected)
-    throw DataError(file.string() + (bytes.size() < expected ? ": truncated" : ": trailing data") + ": expected " +
-                    std::to_string(expected) + " bytes, found " + std::to_string(bytes.size()));
-  return dims;
+  if (bytes.size() != h->file_bytes)
+    throw DataError(file.string() + (bytes.size() < h->file_bytes ? ": truncated" : ": trailing data") +
+                    ": expected " + std::to_string(h->file_bytes) + " bytes, found " + std::to_string(bytes.size()));
+  return h->dims;
+}
+
+// read_maybe_gzip's bound for an IDX file of `ndims` dimensions.
+DeclaredSize idx_size(const fs::path& file, size_t ndims) {
+  return [file, ndims](const std::vector<uint8_t>& head) -> std::optional<uint64_t> {
+    const auto h = idx_header(head, file, ndims);
+    return h ? std::optional<uint64_t>(h->file_bytes) : std::nullopt;
+  };
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
@@ -109,14 +145,16 @@ IdxFiles MnistIdx::find_files(const fs::path& root, const std::string& prefix) {
 }
 
 MnistIdx::MnistIdx(const IdxFiles& files, int64_t num_classes) : files_(files) {
-  pixels_ = read_maybe_gzip(files.images);
+  pixels_ = read_maybe_gzip(files.images, idx_size(files.images, 3));
   const auto image_dims = parse_idx_header(pixels_, files.images, 2051, 3);
-  labels_ = read_maybe_gzip(files.labels);
+  labels_ = read_maybe_gzip(files.labels, idx_size(files.labels, 1));
   const auto label_dims = parse_idx_header(labels_, files.labels, 2049, 1);
   if (image_dims[0] != label_dims[0])
     throw DataError(files.images.string() + " holds " + std::to_string(image_dims[0]) + " images but " +
                     files.labels.string() + " holds " + std::to_string(label_dims[0]) + " labels");
-  if (image_dims[1] == 0 || image_dims[2] == 0)
+  // Each side within an OpenCV matrix's int, and far above any IDX set's (28x28 for MNIST, 128x128 for NIST's).
+  constexpr int64_t kMaxSide = 1 << 16;
+  if (image_dims[1] == 0 || image_dims[2] == 0 || image_dims[1] > kMaxSide || image_dims[2] > kMaxSide)
     throw DataError(files.images.string() + ": image size is " + std::to_string(image_dims[1]) + "x" +
                     std::to_string(image_dims[2]));
   rows_ = image_dims[1];

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +45,11 @@ class MnistIdx final : public ImageSource {
   std::vector<std::string> class_names_;
 };
 
-// The whole file, decompressed when it is gzip (by content, not by name). Throws DataError naming it.
-std::vector<uint8_t> read_maybe_gzip(const std::filesystem::path& file);
+// The size a file's first bytes declare (an IDX header's dimensions), or nullopt until they are all there.
+using DeclaredSize = std::function<std::optional<uint64_t>(const std::vector<uint8_t>& head)>;
+
+// The whole file, decompressed when it is gzip (by content, not by name), never inflated past the size its
+// first bytes declare. Throws DataError naming it.
+std::vector<uint8_t> read_maybe_gzip(const std::filesystem::path& file, const DeclaredSize& declared_size);
 
 }  // namespace trainer
