@@ -127,12 +127,14 @@ void apply_override(json& config, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UsageError("--set expects KEY=VALUE (for example optim.lr=0.1), got \"" + assignment + "\"");
+  if (!is_utf8(assignment))
+    throw UsageError("--set " + first_line(assignment) + ": not UTF-8 text (a config holds JSON, which is UTF-8)");
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   json value;
   try {
     value = json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {  // not JSON, or a number out of range (1e999)
     value = text;  // a bare word such as cosine or runs/x
   }
   json* node = &config;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "trainer/io/tfrecord.hpp"
+#include "trainer/io/pickle_scan.hpp"
 #include "trainer/io/zip_records.hpp"
 #include "trainer/platform/files.hpp"
 #include "trainer/util/atomic_file.hpp"
@@ -207,6 +208,16 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   };
   for (const ZipDamage& d : damage)
     if (!is_tensor_data_record(d.record)) throw damaged(d.what);
+  // The pickles (data.pkl, constants.pkl, the debug records) walked before LibTorch's unpickler reads them: it
+  // allocates a string's declared length before reading it.
+  for (const StoredRecord& r : stored_records(reinterpret_cast<const char*>(bytes.data()), bytes.size())) {
+    const bool pickle = r.name.size() >= 4 && (r.name.compare(r.name.size() - 4, 4, ".pkl") == 0 ||
+                                               r.name.find(".debug_pkl") != std::string::npos);
+    if (!pickle) continue;
+    if (const auto problem = pickle_structure_problem(r.bytes))
+      throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (record " + r.name + ": " +
+                            *problem + ")");
+  }
   c10::IValue meta_value, sums_value;
   try {
     if (bytes.empty()) archive_->load_from(path.string());

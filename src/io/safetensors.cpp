@@ -152,7 +152,7 @@ TensorFile read_safetensors(const fs::path& path) {
   json header;
   try {
     header = json::parse(text, on_key);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a parse error, or a number out of range (1e999)
     throw WeightsError(where + ": header is not valid JSON (" + std::string(e.what()) + ")");
   }
   if (!header.is_object()) throw WeightsError(where + ": header is not a JSON object");

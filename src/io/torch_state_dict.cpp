@@ -94,7 +94,12 @@ NamedTensors torch_state_dict_from_bytes(const std::string& file, const std::vec
     std::memcpy(t.data_ptr(), data.get(), bytes);
     return t;
   };
-  const PickleValuePtr top = unpickle_state_dict(file, pickle, storage);
+  PickleValuePtr top;
+  try {
+    top = unpickle_state_dict(file, pickle, storage);
+  } catch (const c10::Error& e) {  // the zip reader refusing a storage record (encrypted, compressed oddly, ...)
+    throw WeightsError(file + ": truncated or damaged (" + first_line(e.what_without_backtrace()) + ")");
+  }
   if (top->kind != PickleValue::Kind::dict)
     throw WeightsError(file + ": holds no state dict (its top level is not a dict of tensors)");
   NamedTensors tensors;

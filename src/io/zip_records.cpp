@@ -17,7 +17,10 @@ uint32_t le(std::string_view b, size_t at, int bytes) {
 
 }  // namespace
 
-std::vector<ZipDamage> damaged_records(const char* data, size_t size) {
+namespace {
+
+// The directory walked once for both questions: the damage, and (when `records` is given) each stored record's bytes.
+std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector<StoredRecord>* records) {
   const std::string_view b(data, size);
   std::vector<ZipDamage> damaged;
   const auto structure = [](std::string what) { return std::vector<ZipDamage>{{"", std::move(what)}}; };
@@ -39,7 +42,7 @@ std::vector<ZipDamage> damaged_records(const char* data, size_t size) {
     const uint32_t crc = le(b, at + 16, 4), stored = le(b, at + 20, 4), method = le(b, at + 10, 2);
     const uint32_t inflated = le(b, at + 24, 4);
     const uint32_t name_length = le(b, at + 28, 2), extra = le(b, at + 30, 2), comment = le(b, at + 32, 2);
-    const uint32_t local = le(b, at + 42, 4);
+    const size_t local = le(b, at + 42, 4);  // in size_t: local + 30 must not wrap 32 bits around
     if (at + 46 + name_length > b.size()) return structure("damaged zip directory");
     const std::string name(b.data() + at + 46, name_length);
     at += 46 + name_length + extra + comment;
@@ -63,8 +66,19 @@ std::vector<ZipDamage> damaged_records(const char* data, size_t size) {
     const auto actual =
         static_cast<uint32_t>(::crc32(0L, reinterpret_cast<const Bytef*>(b.data() + begin), static_cast<uInt>(stored)));
     if (actual != crc) damaged.push_back({name, "record " + name + " does not match its CRC-32"});
+    if (records) records->push_back({name, std::string_view(b.data() + begin, stored)});
   }
   return damaged;
+}
+
+}  // namespace
+
+std::vector<ZipDamage> damaged_records(const char* data, size_t size) { return walk_directory(data, size, nullptr); }
+
+std::vector<StoredRecord> stored_records(const char* data, size_t size) {
+  std::vector<StoredRecord> records;
+  walk_directory(data, size, &records);
+  return records;
 }
 
 std::optional<std::string> first_damaged_record(const char* data, size_t size) {

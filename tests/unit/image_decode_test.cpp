@@ -120,6 +120,24 @@ const std::vector<uint8_t> kCmykJpeg = {
     0xdd, 0x17, 0xfd, 0xc9, 0x3f, 0xfb, 0x9f, 0xaf, 0xe7, 0xfe, 0xbf, 0x7f, 0x2b, 0xff, 0xd9,
 };
 
+// A few hundred bytes that declare 20036x18757 pixels (375 million): refused as PIL refuses it
+// (DecompressionBombError), before anything is allocated, decoded or resampled. A PNG header the same.
+TEST(ImageDecode, ImagesOverPilsDecompressionBombLimitAreRefused) {
+  auto bytes = encode(".jpg", testing::class_image(1, 64, 48, 0));
+  for (size_t i = 2; i + 9 < bytes.size(); ++i)
+    if (bytes[i] == 0xFF && bytes[i + 1] == 0xC0) {  // the frame header: height, then width, big-endian
+      bytes[i + 5] = 18757 >> 8, bytes[i + 6] = 18757 & 0xFF, bytes[i + 7] = 20036 >> 8, bytes[i + 8] = 20036 & 0xFF;
+      break;
+    }
+  ASSERT_EQ(probe_image(bytes).width, 20036);
+  EXPECT_EQ(decode_error(bytes),
+            "data: /data/x.JPEG: 20036x18757 pixels, more than the 178956970 an image may have (PIL's "
+            "decompression-bomb limit)");
+  // 13,378 x 13,377 is 178,957,506 pixels, one row over; 13,377 x 13,378 minus one row is within it.
+  EXPECT_THROW(check_image_pixels(13377, 13378, "x.png"), DataError);
+  EXPECT_NO_THROW(check_image_pixels(13376, 13378, "x.png"));
+}
+
 TEST(ImageDecode, CmykJpegsBecomeThreeChannelColour) {
   const ImageInfo info = probe_image(kCmykJpeg);
   EXPECT_EQ(info.format, ImageFormat::jpeg);

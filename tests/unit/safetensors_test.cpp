@@ -122,6 +122,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"LengthOverLimit", "{}", "", uint64_t{1} << 40, "exceeds the limit"},
         BadFile{"NotJson", "{\"a\": ", "", std::nullopt, "header is not valid JSON"},
         BadFile{"NotObject", "[1, 2]", "", std::nullopt, "header is not a JSON object"},
+        BadFile{"NumberOutOfRange", R"({"w":{"dtype":"F32","shape":[22e222222],"data_offsets":[0,8]}})", k8Bytes,
+                std::nullopt, "header is not valid JSON ([json.exception.out_of_range.406]"},
         BadFile{"UnknownDtype", R"({"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", "ab", std::nullopt,
                 "tensor \"w\": unsupported dtype \"F8_E4M3\""},
         BadFile{"NegativeShape", R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", k8Bytes, std::nullopt,

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainer {
@@ -24,6 +25,15 @@ struct ZipDamage {
 // Every record that fails its CRC-32, in the directory's order; or the one structural fault that stops the walk
 // (no directory, a damaged header, a record cut short or declaring more than it stores).
 std::vector<ZipDamage> damaged_records(const char* data, size_t size);
+
+// A stored (uncompressed) record and its bytes inside the archive.
+struct StoredRecord {
+  std::string name;
+  std::string_view bytes;
+};
+// Every stored record whose bytes lie inside the archive, as far as the directory can be walked; compressed and
+// zip64 records are left out.
+std::vector<StoredRecord> stored_records(const char* data, size_t size);
 
 // Whether a record holds a tensor's bytes (<archive>/data/<key>): damage there spoils numbers, not structure, so
 // the archive's pickles may still be read to name the tensor.

@@ -15,6 +15,9 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 // A number as the shortest text that reads back to the same double ("0.1", "1e-05").
 std::string format_number(double value);
 
+// Whether `text` is well-formed UTF-8 (JSON's strings must be; a --set value from a shell may not be).
+bool is_utf8(const std::string& text);
+
 // The text up to its first newline: the one-line form of an exception message (LibTorch's carry a backtrace).
 std::string first_line(const std::string& text);
 

@@ -94,9 +94,16 @@ bool gpu_decodable(const ImageInfo& info) {
          info.sequential_huffman && (info.components == 1 || info.components == 3) && info.common_sampling;
 }
 
+void check_image_pixels(int64_t height, int64_t width, const fs::path& file) {
+  if (height * width > kMaxImagePixels)  // each side is below 2^24 (probe_image, OpenCV's int), so no overflow
+    throw DataError(file.string() + ": " + std::to_string(width) + "x" + std::to_string(height) + " pixels, more than the " +
+                    std::to_string(kMaxImagePixels) + " an image may have (PIL's decompression-bomb limit)");
+}
+
 cv::Mat decode_image(const std::vector<uint8_t>& bytes, const ImageInfo& info, int channels, int reduction,
                      const fs::path& file) {
   if (info.truncated) throw DataError(file.string() + ": truncated JPEG (no end-of-image marker)");
+  check_image_pixels(info.height, info.width, file);
   const bool jpeg = info.format == ImageFormat::jpeg;
   if (!jpeg) reduction = 1;  // OpenCV would decode fully and then resize: no gain
   int flags = channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR;
@@ -115,6 +122,9 @@ cv::Mat decode_image(const std::vector<uint8_t>& bytes, const ImageInfo& info, i
     throw DataError(file.string() + ": cannot decode (" + e.err + ")");
   }
   if (image.empty()) throw DataError(file.string() + ": cannot decode (corrupt or unsupported image)");
+  // A size the header probe could not read, checked before anything resamples it (at the decode's scale, which is
+  // the full one for files the probe does not read).
+  check_image_pixels(image.rows, image.cols, file);
   if (image.depth() != CV_8U) {  // 16-bit PNG or TIFF
     cv::Mat scaled;
     image.convertTo(scaled, CV_8U, image.depth() == CV_16U ? 1.0 / 257.0 : 1.0);

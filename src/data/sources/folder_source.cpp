@@ -41,6 +41,7 @@ bool FolderSource::read_sample(size_t i, const ReadContext& context, cv::Mat& ou
   const int channels = static_cast<int>(channels_);
   if (info.height > 0) {
     // Size known from the header: plan first, then decode no more than the crop needs, or leave it to the GPU.
+    check_image_pixels(info.height, info.width, path);
     const SamplePlan plan = plan_sample(spec_, info.height, info.width, seed);
     if (defer && channels == 3 && gpu_decodable(info)) {
       deferred = EncodedImage{std::move(bytes), info, plan, spec_, i, path.string()};

@@ -55,7 +55,7 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& file, const DeclaredSize& d
   z.next_in = raw.data();
   z.avail_in = static_cast<uInt>(raw.size());
   std::vector<uint8_t> bytes;
-  std::vector<uint8_t> chunk(1 << 20);
+  std::vector<uint8_t> chunk(1 << 16);
   std::optional<uint64_t> declared;
   int status = Z_OK;
   while (status == Z_OK) {

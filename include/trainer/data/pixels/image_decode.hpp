@@ -30,6 +30,14 @@ struct ImageInfo {
   bool common_sampling = false;      // chroma 4:4:4, 4:2:2, 4:2:0 or 4:4:0 (not 4:1:1 and rarer layouts)
 };
 
+// The most pixels an image may have: PIL's decompression-bomb limit (Image.MAX_IMAGE_PIXELS x 2, past which
+// PIL raises DecompressionBombError), so a folder torchvision refuses is refused here too, and a few hundred
+// bytes declaring 20000x20000 pixels cannot make a worker allocate and resample gigabytes.
+inline constexpr int64_t kMaxImagePixels = 178'956'970;
+
+// DataError naming `file` when height x width is over kMaxImagePixels.
+void check_image_pixels(int64_t height, int64_t width, const std::filesystem::path& file);
+
 // Whether nvJPEG's batched decoders take the file: a complete sequential Huffman JPEG, grey or YCbCr, with a
 // common chroma sampling and a known size. Everything else (progressive, CMYK, PNG, 4:1:1) is decoded on the CPU.
 bool gpu_decodable(const ImageInfo& info);
