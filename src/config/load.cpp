@@ -30,6 +30,9 @@ json load_with_parents(const fs::path& file, std::vector<fs::path>& chain) {
     if (seen == canonical) throw ConfigError(file.string() + ": \"extends\" forms a cycle");
   chain.push_back(canonical);
 
+  // A regular file only: "extends": "/dev/zero" would be read for ever.
+  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec))
+    throw ConfigError(file.string() + ": cannot open the config file (not a regular file)");
   std::ifstream in(file);
   if (!in) throw ConfigError(file.string() + ": cannot open the config file");
   std::stringstream text;
@@ -37,7 +40,7 @@ json load_with_parents(const fs::path& file, std::vector<fs::path>& chain) {
   json j;
   try {
     j = json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e999)
     // nlohmann's message carries the line and column.
     std::string what = e.what();
     const auto pos = what.find("parse error");
@@ -135,7 +138,7 @@ void apply_override(json& config, const std::string& assignment) {
   try {
     value = json::parse(text);
   } catch (const json::exception&) {  // not JSON, or a number out of range (1e999)
-    value = text;  // a bare word such as cosine or runs/x
+    value = text;                     // a bare word such as cosine or runs/x
   }
   json* node = &config;
   std::string path;

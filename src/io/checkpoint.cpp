@@ -6,8 +6,8 @@
 
 #include <cstdio>
 
-#include "trainer/io/tfrecord.hpp"
 #include "trainer/io/pickle_scan.hpp"
+#include "trainer/io/tfrecord.hpp"
 #include "trainer/io/zip_records.hpp"
 #include "trainer/platform/files.hpp"
 #include "trainer/util/atomic_file.hpp"

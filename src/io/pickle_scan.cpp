@@ -74,7 +74,10 @@ std::optional<std::string> pickle_structure_problem(std::string_view p) {
       case Arg::fixed2:
       case Arg::fixed4:
       case Arg::fixed8: {
-        const size_t n = kLayouts[op] == Arg::fixed1 ? 1 : kLayouts[op] == Arg::fixed2 ? 2 : kLayouts[op] == Arg::fixed4 ? 4 : 8;
+        const size_t n = kLayouts[op] == Arg::fixed1   ? 1
+                         : kLayouts[op] == Arg::fixed2 ? 2
+                         : kLayouts[op] == Arg::fixed4 ? 4
+                                                       : 8;
         if (n > left) return at("an argument cut short", start);
         // FRAME's argument is the length of the frame that follows.
         if (op == 0x95 && little(i, 8) > left - 8) return at("a frame longer than the pickle", start);

@@ -2,9 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <map>
 
 #include "trainer/util/checked_math.hpp"
@@ -111,22 +111,22 @@ class Unpickler {
     for (;;) {
       const uint8_t op = byte();
       switch (static_cast<Op>(op)) {
-        case Op::kProto: byte(); break;   // PROTO
-        case Op::kFrame: take(8); break;  // FRAME
-        case Op::kStop: return pop();     // STOP
+        case Op::kProto: byte(); break;
+        case Op::kFrame: take(8); break;
+        case Op::kStop: return pop();
         case Op::kMark: push(make(PickleValue::Kind::mark)); break;
         case Op::kNone: push(make(PickleValue::Kind::none)); break;
         case Op::kNewTrue:
-        case Op::kNewFalse: {  // NEWTRUE, NEWFALSE
+        case Op::kNewFalse: {
           auto v = make(PickleValue::Kind::boolean);
           v->integer = op == static_cast<uint8_t>(Op::kNewTrue);
           push(v);
           break;
         }
-        case Op::kBinInt: push_integer(static_cast<int32_t>(little(4))); break;  // BININT
-        case Op::kBinInt1: push_integer(static_cast<int64_t>(little(1))); break;  // BININT1
-        case Op::kBinInt2: push_integer(static_cast<int64_t>(little(2))); break;  // BININT2
-        case Op::kLong1: {                                                     // LONG1
+        case Op::kBinInt: push_integer(static_cast<int32_t>(little(4))); break;
+        case Op::kBinInt1: push_integer(static_cast<int64_t>(little(1))); break;
+        case Op::kBinInt2: push_integer(static_cast<int64_t>(little(2))); break;
+        case Op::kLong1: {
           const size_t n = byte();
           if (n > 8) fail("an integer wider than 64 bits");
           uint64_t u = n ? little(n) : 0;
@@ -142,16 +142,16 @@ class Unpickler {
           push(v);
           break;
         }
-        case Op::kBinUnicode: push_text(take(little(4))); break;            // BINUNICODE
-        case Op::kShortBinUnicode: push_text(take(byte())); break;              // SHORT_BINUNICODE
-        case Op::kBinString: push_text(take(little(4))); break;            // BINSTRING
-        case Op::kShortBinString: push_text(take(byte())); break;               // SHORT_BINSTRING
-        case Op::kEmptyTuple: push(make(PickleValue::Kind::tuple)); break;  // EMPTY_TUPLE
-        case Op::kEmptyList: push(make(PickleValue::Kind::list)); break;   // EMPTY_LIST
-        case Op::kEmptyDict: push(make(PickleValue::Kind::dict)); break;   // EMPTY_DICT
+        case Op::kBinUnicode: push_text(take(little(4))); break;
+        case Op::kShortBinUnicode: push_text(take(byte())); break;
+        case Op::kBinString: push_text(take(little(4))); break;
+        case Op::kShortBinString: push_text(take(byte())); break;
+        case Op::kEmptyTuple: push(make(PickleValue::Kind::tuple)); break;
+        case Op::kEmptyList: push(make(PickleValue::Kind::list)); break;
+        case Op::kEmptyDict: push(make(PickleValue::Kind::dict)); break;
         case Op::kTuple1:
         case Op::kTuple2:
-        case Op::kTuple3: {  // TUPLE1, TUPLE2, TUPLE3
+        case Op::kTuple3: {
           auto v = make(PickleValue::Kind::tuple);
           std::vector<PickleValuePtr> items(op - static_cast<uint8_t>(Op::kTuple1) + 1);
           for (size_t i = items.size(); i-- > 0;) items[i] = pop();
@@ -172,38 +172,38 @@ class Unpickler {
           push(v);
           break;
         }
-        case Op::kAppend: {  // APPEND
+        case Op::kAppend: {
           auto item = pop();
           append(list_on_top(), std::move(item));
           break;
         }
-        case Op::kAppends: {  // APPENDS
+        case Op::kAppends: {
           auto items = pop_to_mark();
           auto& list = list_on_top();
           for (auto& item : items) append(list, std::move(item));
           break;
         }
-        case Op::kSetItem: {  // SETITEM
+        case Op::kSetItem: {
           auto value = pop(), key = pop();
           set_item(dict_on_top(), std::move(key), std::move(value));
           break;
         }
-        case Op::kSetItems: {  // SETITEMS
+        case Op::kSetItems: {
           auto items = pop_to_mark();
           set_items(dict_on_top(), items);
           break;
         }
-        case Op::kBinPut: memo_[little(1)] = top(); break;      // BINPUT
-        case Op::kLongBinPut: memo_[little(4)] = top(); break;      // LONG_BINPUT
-        case Op::kMemoize: memo_[memo_.size()] = top(); break;  // MEMOIZE
-        case Op::kBinGet: push(memo(little(1))); break;         // BINGET
-        case Op::kLongBinGet: push(memo(little(4))); break;         // LONG_BINGET
-        case Op::kGlobal: {                                     // GLOBAL "module\nname\n"
+        case Op::kBinPut: memo_[little(1)] = top(); break;
+        case Op::kLongBinPut: memo_[little(4)] = top(); break;
+        case Op::kMemoize: memo_[memo_.size()] = top(); break;
+        case Op::kBinGet: push(memo(little(1))); break;
+        case Op::kLongBinGet: push(memo(little(4))); break;
+        case Op::kGlobal: {  // GLOBAL "module\nname\n"
           const std::string module = line(), name = line();
           push(global(module, name));
           break;
         }
-        case Op::kStackGlobal: {  // STACK_GLOBAL
+        case Op::kStackGlobal: {
           auto name = pop(), module = pop();
           if (name->kind != PickleValue::Kind::text || module->kind != PickleValue::Kind::text)
             fail("a malformed class name");
@@ -219,7 +219,7 @@ class Unpickler {
           pop();
           break;
         }
-        case Op::kBinPersId: push(persistent_load(*pop())); break;  // BINPERSID
+        case Op::kBinPersId: push(persistent_load(*pop())); break;
         default: {
           char hex[8];
           std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -352,7 +352,8 @@ class Unpickler {
   }
 
   std::vector<int64_t> sizes(const PickleValue& tuple) const {
-    if (tuple.items.size() > kMaxTensorDims) fail("a tensor of more than " + std::to_string(kMaxTensorDims) + " dimensions");
+    if (tuple.items.size() > kMaxTensorDims)
+      fail("a tensor of more than " + std::to_string(kMaxTensorDims) + " dimensions");
     std::vector<int64_t> out;
     for (const auto& item : tuple.items) {
       if (item->kind != PickleValue::Kind::integer || item->integer < 0)
@@ -395,9 +396,8 @@ class Unpickler {
   // ('storage', storage class, key, location, numel): the loader gives the storage's contents.
   PickleValuePtr persistent_load(const PickleValue& id) {
     if (id.kind != PickleValue::Kind::tuple || id.items.size() < 5 || id.items[0]->kind != PickleValue::Kind::text ||
-        id.items[0]->text != "storage" ||
-        id.items[1]->kind != PickleValue::Kind::storage_class || id.items[2]->kind != PickleValue::Kind::text ||
-        id.items[4]->kind != PickleValue::Kind::integer)
+        id.items[0]->text != "storage" || id.items[1]->kind != PickleValue::Kind::storage_class ||
+        id.items[2]->kind != PickleValue::Kind::text || id.items[4]->kind != PickleValue::Kind::integer)
       fail("a reference to something other than a tensor storage");
     const std::string& key = id.items[2]->text;
     if (auto cached = storages_.find(key); cached != storages_.end()) return cached->second;

@@ -11,8 +11,8 @@
 
 #include "trainer/io/state_dict_pickle.hpp"
 #include "trainer/io/zip_records.hpp"
-#include "trainer/util/checked_math.hpp"
 #include "trainer/platform/files.hpp"
+#include "trainer/util/checked_math.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -54,7 +54,8 @@ bool is_torch_zip_file(const std::vector<uint8_t>& head) {
 
 NamedTensors read_torch_state_dict(const std::filesystem::path& path) {
   std::vector<uint8_t> bytes;
-  if (const auto ec = read_file(path, bytes)) throw WeightsError(path.string() + ": cannot read (" + ec.message() + ")");
+  if (const auto ec = read_file(path, bytes))
+    throw WeightsError(path.string() + ": cannot read (" + ec.message() + ")");
   return torch_state_dict_from_bytes(path.string(), bytes);
 }
 
@@ -87,8 +88,8 @@ NamedTensors torch_state_dict_from_bytes(const std::string& file, const std::vec
     const auto element = static_cast<uint64_t>(c10::elementSize(dtype));
     if (numel < 0 || multiply_overflows(static_cast<uint64_t>(numel), element, needed) || needed != bytes)
       throw WeightsError(file + ": storage " + record + " holds " + std::to_string(bytes) + " bytes, not the " +
-                         (numel < 0 ? std::string("negative count of") : std::to_string(numel) + " x " +
-                                                                             std::to_string(element) + " bytes of") +
+                         (numel < 0 ? std::string("negative count of")
+                                    : std::to_string(numel) + " x " + std::to_string(element) + " bytes of") +
                          " elements its tensors need (damaged file)");
     torch::Tensor t = torch::empty({numel}, torch::TensorOptions().dtype(dtype));
     std::memcpy(t.data_ptr(), data.get(), bytes);

@@ -7,8 +7,8 @@ TRAINER_FUZZ_TARGET(config) {
   auto parts = trainer::fuzz::split(data, size, '\0', 2);
   const auto file = trainer::fuzz::scratch().write("config.json", parts[0]);
   std::vector<std::string> overrides;
-  if (parts.size() == 2) overrides = trainer::fuzz::split(reinterpret_cast<const uint8_t*>(parts[1].data()),
-                                                          parts[1].size(), '\n', 64);
+  if (parts.size() == 2)
+    overrides = trainer::fuzz::split(reinterpret_cast<const uint8_t*>(parts[1].data()), parts[1].size(), '\n', 64);
   trainer::fuzz::refused_cleanly([&] { trainer::load_config(file, overrides); });
   return 0;
 }

@@ -9,7 +9,8 @@ namespace trainer::fuzz {
 
 ScratchDir::ScratchDir() {
   std::random_device random;
-  path_ = std::filesystem::temp_directory_path() / ("trainer-fuzz-" + std::to_string(random()) + std::to_string(random()));
+  path_ =
+      std::filesystem::temp_directory_path() / ("trainer-fuzz-" + std::to_string(random()) + std::to_string(random()));
   std::filesystem::create_directories(path_);
 }
 

@@ -20,8 +20,7 @@ TRAINER_FUZZ_TARGET(jpeg_region) {
   if (!trainer::JpegRegionDecoder::takes(info) || info.height * info.width > (int64_t{4} << 20)) return 0;
   static trainer::JpegRegionDecoder decoder;  // reused across inputs, as a worker's is across images
   try {
-    trainer::fuzz::refused_cleanly(
-        [&] { decoder.decode(bytes, info, channels, reduction, region, "fuzz.jpg"); });
+    trainer::fuzz::refused_cleanly([&] { decoder.decode(bytes, info, channels, reduction, region, "fuzz.jpg"); });
   } catch (const std::invalid_argument&) {
   }
   return 0;

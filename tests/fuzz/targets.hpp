@@ -24,10 +24,16 @@ struct FuzzTarget {
 };
 
 inline constexpr FuzzTarget kFuzzTargets[] = {
-    {"pickle", fuzz_pickle},           {"pth", fuzz_pth},
-    {"safetensors", fuzz_safetensors}, {"zip_records", fuzz_zip_records},
-    {"checkpoint", fuzz_checkpoint},   {"config", fuzz_config},
-    {"idx", fuzz_idx},                 {"image_probe", fuzz_image_probe},
-    {"image_decode", fuzz_image_decode}, {"jpeg_region", fuzz_jpeg_region},
-    {"labels", fuzz_labels},           {"glob", fuzz_glob},
+    {"pickle", fuzz_pickle},
+    {"pth", fuzz_pth},
+    {"safetensors", fuzz_safetensors},
+    {"zip_records", fuzz_zip_records},
+    {"checkpoint", fuzz_checkpoint},
+    {"config", fuzz_config},
+    {"idx", fuzz_idx},
+    {"image_probe", fuzz_image_probe},
+    {"image_decode", fuzz_image_decode},
+    {"jpeg_region", fuzz_jpeg_region},
+    {"labels", fuzz_labels},
+    {"glob", fuzz_glob},
 };

@@ -206,14 +206,24 @@ TEST(Config, SetOverridesParseJsonElseString) {
   EXPECT_THROW(resolve_config(dir / "c.json", {"optim.lr"}), UsageError);
   EXPECT_THROW(resolve_config(dir / "c.json", {"optim..lr=1"}), UsageError);
   EXPECT_THROW(resolve_config(dir / "c.json", {"optim.lrate=1"}), ConfigError);
-  // A number JSON cannot hold is text, which the field then refuses as a config error.
+  // A number JSON cannot hold: in the file, invalid JSON; in --set, text, which the field then refuses.
+  write_text(dir / "huge.json", R"({"optim": {"lr": 1e999}})");
+  EXPECT_THROW(resolve_config(dir / "huge.json", {}), ConfigError);
+  write_text(dir / "zero.json", R"({"extends": "/dev/zero"})");
+  try {
+    resolve_config(dir / "zero.json", {});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "config: /dev/zero: cannot open the config file (not a regular file)");
+  }
   EXPECT_THROW(resolve_config(dir / "c.json", {"optim.lr=1e999"}), ConfigError);
   // A shell can pass bytes that are not UTF-8; a config is JSON, whose strings must be.
   try {
     resolve_config(dir / "c.json", {"run.name=caf\xe9"});
     ADD_FAILURE() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()), "usage: --set run.name=caf\xe9: not UTF-8 text (a config holds JSON, which is UTF-8)");
+    EXPECT_EQ(std::string(e.what()),
+              "usage: --set run.name=caf\xe9: not UTF-8 text (a config holds JSON, which is UTF-8)");
   }
   EXPECT_EQ(resolve_config(dir / "c.json", {"run.name=caf\xc3\xa9"}).run.name, "caf\xc3\xa9");
 }
@@ -221,10 +231,10 @@ TEST(Config, SetOverridesParseJsonElseString) {
 TEST(Config, Utf8IsCheckedByTheStandardsRules) {
   EXPECT_TRUE(is_utf8("plain ascii"));
   EXPECT_TRUE(is_utf8("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));  // 2, 3 and 4 bytes
-  EXPECT_FALSE(is_utf8("\xe9"));                                    // Latin-1
+  EXPECT_FALSE(is_utf8("\xe9"));                                   // Latin-1
   EXPECT_FALSE(is_utf8("\xc0\xaf"));                               // overlong '/'
-  EXPECT_FALSE(is_utf8("\xed\xa0\x80"));                          // a UTF-16 surrogate
-  EXPECT_FALSE(is_utf8("\xf4\x90\x80\x80"));                     // past U+10FFFF
+  EXPECT_FALSE(is_utf8("\xed\xa0\x80"));                           // a UTF-16 surrogate
+  EXPECT_FALSE(is_utf8("\xf4\x90\x80\x80"));                       // past U+10FFFF
   EXPECT_FALSE(is_utf8("\xe2\x82"));                               // cut short
 }
 

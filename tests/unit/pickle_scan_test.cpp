@@ -13,15 +13,30 @@ namespace {
 TEST(PickleScan, EveryArgumentLayoutWalksToStop) {
   // PROTO 2, GLOBAL, BINUNICODE, SHORT_BINUNICODE, LONG1, BININT, BINFLOAT, FRAME, a text line (INT), MARK, TUPLE,
   // BINPUT, BINGET, REDUCE, STOP, and bytes after STOP (which nothing reads).
-  const std::string pickle = "\x80\x02" "ctorch\nFloatStorage\n" "X\x03\x00\x00\x00" "abc" "\x8c\x01" "d" "\x8a\x02\x01\x02"
-                             "J\x01\x02\x03\x04" "G12345678" "\x95\x03\x00\x00\x00\x00\x00\x00\x00" "I12\n" "(t" "q\x01" "h\x01"
-                             "R." "trailing"s;
+  const std::string pickle =
+      "\x80\x02"
+      "ctorch\nFloatStorage\n"
+      "X\x03\x00\x00\x00"
+      "abc"
+      "\x8c\x01"
+      "d"
+      "\x8a\x02\x01\x02"
+      "J\x01\x02\x03\x04"
+      "G12345678"
+      "\x95\x03\x00\x00\x00\x00\x00\x00\x00"
+      "I12\n"
+      "(t"
+      "q\x01"
+      "h\x01"
+      "R."
+      "trailing"s;
   EXPECT_EQ(pickle_structure_problem(pickle), std::nullopt);
 }
 
 TEST(PickleScan, LengthsPastTheEndAndUnknownInstructionsAreNamed) {
   // A 1.5 GB string declared in a few bytes: LibTorch would allocate it before reading.
-  EXPECT_EQ(pickle_structure_problem("\x80\x02X\x00\x00\x00\x58" "abc."s),
+  EXPECT_EQ(pickle_structure_problem("\x80\x02X\x00\x00\x00\x58"
+                                     "abc."s),
             "a length longer than the pickle at byte 2 of its pickle");
   EXPECT_EQ(pickle_structure_problem("\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\x7f."s),
             "a length longer than the pickle at byte 2 of its pickle");
@@ -29,7 +44,9 @@ TEST(PickleScan, LengthsPastTheEndAndUnknownInstructionsAreNamed) {
             "a frame longer than the pickle at byte 2 of its pickle");
   EXPECT_EQ(pickle_structure_problem("\x80\x02\xff."s), "an instruction that is not Python's at byte 2 of its pickle");
   EXPECT_EQ(pickle_structure_problem("\x80\x02J\x01\x02"s), "an argument cut short at byte 2 of its pickle");
-  EXPECT_EQ(pickle_structure_problem("\x80\x02" "ctorch\nFloat"s), "a line with no end at byte 2 of its pickle");
+  EXPECT_EQ(pickle_structure_problem("\x80\x02"
+                                     "ctorch\nFloat"s),
+            "a line with no end at byte 2 of its pickle");
   EXPECT_EQ(pickle_structure_problem("\x80\x02N"s), "no STOP instruction (cut short)");
   EXPECT_EQ(pickle_structure_problem(""), "no STOP instruction (cut short)");
 }

@@ -36,8 +36,11 @@ const std::string kProto = "\x80\x02"s;
 
 TEST(StatePickle, AWellFormedDictReads) {
   // {"a": [1, 2.5, None], "b": (True,)}
-  const std::string pickle = kProto + "}(X\x01\x00\x00\x00" "a](K\x01G\x40\x04\x00\x00\x00\x00\x00\x00Ne"s +
-                             "X\x01\x00\x00\x00" "b\x88\x85u."s;
+  const std::string pickle = kProto +
+                             "}(X\x01\x00\x00\x00"
+                             "a](K\x01G\x40\x04\x00\x00\x00\x00\x00\x00Ne"s +
+                             "X\x01\x00\x00\x00"
+                             "b\x88\x85u."s;
   const auto storage = [](const std::string&, torch::Dtype, int64_t) -> torch::Tensor { throw WeightsError("no"s); };
   const PickleValuePtr top = unpickle_state_dict("h.pth"s, pickle, storage);
   ASSERT_EQ(top->kind, PickleValue::Kind::dict);
@@ -63,7 +66,8 @@ TEST(StatePickle, BrokenMachinesAreNamed) {
             "h.pth: a reference to an unknown memo entry in data.pkl, which a state dict does not hold"s);
   EXPECT_EQ(refusal(kProto + "\x8a\x09"s + std::string(9, '\x01') + "."s),
             "h.pth: an integer wider than 64 bits in data.pkl, which a state dict does not hold"s);
-  EXPECT_EQ(refusal(kProto + "K\x01K\x02" "a."s),
+  EXPECT_EQ(refusal(kProto + "K\x01K\x02"
+                             "a."s),
             "h.pth: an append to something other than a list in data.pkl, which a state dict does not hold"s);
   EXPECT_EQ(refusal(kProto + "cos\nsystem\n."s),
             "h.pth: holds a Python object of class os.system, which is not read (only tensors, dicts, lists, numbers "
@@ -74,7 +78,8 @@ TEST(StatePickle, BrokenMachinesAreNamed) {
 // A list appended into itself through the memo is a cycle that reference counting never frees; a state dict
 // never refers to a container twice.
 TEST(StatePickle, AContainerReferredToTwiceIsRefused) {
-  EXPECT_EQ(refusal(kProto + "]q\x00h\x00" "a."s),
+  EXPECT_EQ(refusal(kProto + "]q\x00h\x00"
+                             "a."s),
             "h.pth: a second reference to a list, tuple or dict in data.pkl, which a state dict does not hold"s);
   EXPECT_EQ(refusal(kProto + "}q\x01"s + "K\x01h\x01s."s),
             "h.pth: a second reference to a list, tuple or dict in data.pkl, which a state dict does not hold"s);
@@ -97,13 +102,21 @@ TEST(StatePickle, NestingAndValueCountAreBounded) {
 // A tensor's persistent id, sizes and strides are checked for kind before they are used.
 TEST(StatePickle, TensorArgumentsOfTheWrongKindAreRefused) {
   const std::string text_storage = "X\x07\x00\x00\x00storage"s;
-  const std::string id_head = "("s + text_storage + "ctorch\nFloatStorage\nX\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpu"s;
+  const std::string id_head = "("s + text_storage +
+                              "ctorch\nFloatStorage\nX\x01\x00\x00\x00"
+                              "0X\x03\x00\x00\x00"
+                              "cpu"s;
   // The element count as text.
-  EXPECT_EQ(refusal(kProto + id_head + "X\x01\x00\x00\x00" "4tQ."s),
+  EXPECT_EQ(refusal(kProto + id_head +
+                    "X\x01\x00\x00\x00"
+                    "4tQ."s),
             "h.pth: a reference to something other than a tensor storage in data.pkl, which a state dict does not "
             "hold"s);
   // 'storage' as a number.
-  EXPECT_EQ(refusal(kProto + "(K\x01" "ctorch\nFloatStorage\nX\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x04tQ."s),
+  EXPECT_EQ(refusal(kProto + "(K\x01"
+                             "ctorch\nFloatStorage\nX\x01\x00\x00\x00"
+                             "0X\x03\x00\x00\x00"
+                             "cpuK\x04tQ."s),
             "h.pth: a reference to something other than a tensor storage in data.pkl, which a state dict does not "
             "hold"s);
   const std::string storage = id_head + "K\x04tQ"s;

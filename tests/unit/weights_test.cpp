@@ -1,5 +1,5 @@
-#include <gtest/gtest.h>
 #include <caffe2/serialize/inline_container.h>
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "support/fixtures.hpp"
@@ -161,10 +161,10 @@ std::string pickle_long(int64_t v) {  // LONG1, eight bytes
 }
 std::filesystem::path hostile_pth(const std::filesystem::path& path, int64_t numel, size_t floats,
                                   const std::string& sizes, const std::string& strides) {
-  const std::string pickle = "\x80\x02}" + pickle_text("w") + "ctorch._utils\n_rebuild_tensor_v2\n(" +
-                             "(" + pickle_text("storage") + "ctorch\nFloatStorage\n" + pickle_text("0") +
-                             pickle_text("cpu") + pickle_long(numel) + "tQ" + pickle_long(0) + "(" + sizes + "t(" +
-                             strides + "t\x89" + "ccollections\nOrderedDict\n)RtRs.";
+  const std::string pickle = "\x80\x02}" + pickle_text("w") + "ctorch._utils\n_rebuild_tensor_v2\n(" + "(" +
+                             pickle_text("storage") + "ctorch\nFloatStorage\n" + pickle_text("0") + pickle_text("cpu") +
+                             pickle_long(numel) + "tQ" + pickle_long(0) + "(" + sizes + "t(" + strides + "t\x89" +
+                             "ccollections\nOrderedDict\n)RtRs.";
   std::string bytes;
   caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
     bytes.append(static_cast<const char*>(data), n);
@@ -207,12 +207,14 @@ TEST(TorchStateDict, HostileSizesAreRefusedBeforeAnyAllocation) {
             "weights: " + file + ": a tensor reaches past the end of its storage (damaged file)");
   // 2^40 floats claimed by a 16-byte record: a 4 TiB tensor was allocated before the sizes were compared.
   EXPECT_EQ(state_dict_error(hostile_pth(file, int64_t{1} << 40, 4, two + two, two + one)),
-            "weights: " + file + ": storage data/0 holds 16 bytes, not the 1099511627776 x 4 bytes of elements its "
-            "tensors need (damaged file)");
+            "weights: " + file +
+                ": storage data/0 holds 16 bytes, not the 1099511627776 x 4 bytes of elements its "
+                "tensors need (damaged file)");
   // A size that is text, read as 0 until now.
   EXPECT_EQ(state_dict_error(hostile_pth(file, 4, 4, pickle_text("2") + two, two + one)),
-            "weights: " + file + ": a tensor size or stride that is not a whole number >= 0 in data.pkl, which a "
-            "state dict does not hold");
+            "weights: " + file +
+                ": a tensor size or stride that is not a whole number >= 0 in data.pkl, which a "
+                "state dict does not hold");
 }
 
 // LibTorch's zip reader allocates a record's declared size before reading it: the declared sizes are checked

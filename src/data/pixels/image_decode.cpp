@@ -96,8 +96,9 @@ bool gpu_decodable(const ImageInfo& info) {
 
 void check_image_pixels(int64_t height, int64_t width, const fs::path& file) {
   if (height * width > kMaxImagePixels)  // each side is below 2^24 (probe_image, OpenCV's int), so no overflow
-    throw DataError(file.string() + ": " + std::to_string(width) + "x" + std::to_string(height) + " pixels, more than the " +
-                    std::to_string(kMaxImagePixels) + " an image may have (PIL's decompression-bomb limit)");
+    throw DataError(file.string() + ": " + std::to_string(width) + "x" + std::to_string(height) +
+                    " pixels, more than the " + std::to_string(kMaxImagePixels) +
+                    " an image may have (PIL's decompression-bomb limit)");
 }
 
 cv::Mat decode_image(const std::vector<uint8_t>& bytes, const ImageInfo& info, int channels, int reduction,

@@ -67,8 +67,7 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& file, const DeclaredSize& d
     if (!declared && declared_size) declared = declared_size(bytes);
     if (declared && bytes.size() > *declared) {
       inflateEnd(&z);
-      throw DataError(file.string() + ": trailing data: expected " + std::to_string(*declared) +
-                      " bytes, found more");
+      throw DataError(file.string() + ": trailing data: expected " + std::to_string(*declared) + " bytes, found more");
     }
     if (status == Z_STREAM_END && z.avail_in > 0) {  // gzip members may follow one another
       const auto rest = z.avail_in;
@@ -102,8 +101,8 @@ std::vector<int64_t> parse_idx_header(const std::vector<uint8_t>& bytes, const f
     throw DataError(file.string() + ": truncated: expected at least " + std::to_string(header) +
                     " header bytes, found " + std::to_string(bytes.size()));
   if (bytes.size() != h->file_bytes)
-    throw DataError(file.string() + (bytes.size() < h->file_bytes ? ": truncated" : ": trailing data") +
-                    ": expected " + std::to_string(h->file_bytes) + " bytes, found " + std::to_string(bytes.size()));
+    throw DataError(file.string() + (bytes.size() < h->file_bytes ? ": truncated" : ": trailing data") + ": expected " +
+                    std::to_string(h->file_bytes) + " bytes, found " + std::to_string(bytes.size()));
   return h->dims;
 }
 
