@@ -208,13 +208,18 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   };
   for (const ZipDamage& d : damage)
     if (!is_tensor_data_record(d.record)) throw damaged(d.what);
-  // The pickles (data.pkl, constants.pkl, the debug records) walked before LibTorch's unpickler reads them: it
-  // allocates a string's declared length before reading it.
-  for (const StoredRecord& r : stored_records(reinterpret_cast<const char*>(bytes.data()), bytes.size())) {
+  // The pickles (data.pkl, constants.pkl, the deflated debug records) walked before LibTorch's unpickler reads
+  // them: it allocates a string's declared length before reading it. No pickle of ours comes near 64 MiB.
+  constexpr size_t kMostPickleBytes = size_t{64} << 20;
+  for (const ZipRecord& r : zip_records(reinterpret_cast<const char*>(bytes.data()), bytes.size())) {
     const bool pickle = r.name.size() >= 4 && (r.name.compare(r.name.size() - 4, 4, ".pkl") == 0 ||
                                                r.name.find(".debug_pkl") != std::string::npos);
     if (!pickle) continue;
-    if (const auto problem = pickle_structure_problem(r.bytes))
+    const auto contents = record_contents(r, kMostPickleBytes);
+    const auto problem = contents ? pickle_structure_problem(*contents)
+                                  : std::optional<std::string>("does not inflate to its declared size, or is over "
+                                                               "64 MiB");
+    if (problem)
       throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (record " + r.name + ": " +
                             *problem + ")");
   }

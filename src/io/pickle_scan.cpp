@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
+#include <vector>
 
 namespace trainer {
 
@@ -51,10 +52,64 @@ std::string at(const char* what, size_t offset) {
   return buf;
 }
 
+// What an instruction does to the stack (Python's pickle.py): pops so many values, or every value down to the
+// last mark (and the mark), then pushes so many. Instructions not listed push one value (numbers, strings, GLOBAL,
+// the memo's GET, ...).
+struct StackEffect {
+  int pops = 0;
+  bool to_mark = false;
+  int pushes = 1;
+};
+
+StackEffect stack_effect(uint8_t op) {
+  switch (op) {
+    case '(': return {0, false, 0};  // MARK: counted apart
+    case '.': return {1, false, 0};  // STOP
+    case '0': return {1, false, 0};  // POP
+    case '1': return {0, true, 0};   // POP_MARK
+    case 0x80:                       // PROTO
+    case 0x95:                       // FRAME
+    case 'p':                        // PUT
+    case 'q':                        // BINPUT
+    case 'r':                        // LONG_BINPUT
+    case 0x94:                       // MEMOIZE
+    case 0x98:                       // READONLY_BUFFER
+      return {0, false, 0};
+    case 'Q': return {1, false, 1};                  // BINPERSID
+    case 'R':                                        // REDUCE
+    case 'b':                                        // BUILD
+    case 0x81:                                       // NEWOBJ
+    case 0x93:                                       // STACK_GLOBAL
+      return {2, false, 1};
+    case 0x92: return {3, false, 1};                 // NEWOBJ_EX
+    case 0x85: return {1, false, 1};                 // TUPLE1
+    case 0x86: return {2, false, 1};                 // TUPLE2
+    case 0x87: return {3, false, 1};                 // TUPLE3
+    case 'a': return {1, false, 0};                  // APPEND (into the list below it)
+    case 's': return {2, false, 0};                  // SETITEM
+    case 't':                                        // TUPLE
+    case 'l':                                        // LIST
+    case 'd':                                        // DICT
+    case 'i':                                        // INST
+    case 'o':                                        // OBJ
+    case 0x91:                                       // FROZENSET
+      return {0, true, 1};
+    case 'e':   // APPENDS
+    case 'u':   // SETITEMS
+    case 0x90:  // ADDITEMS
+      return {0, true, 0};
+    default: return {};
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> pickle_structure_problem(std::string_view p) {
   static constexpr std::array<Arg, 256> kLayouts = argument_layouts();
+  // Values above each open mark, the first entry for those below every mark: a pickle that pops what is not there
+  // or ends with anything but its one value on the stack is not one Python wrote (LibTorch then fails its own way,
+  // allocating what a damaged debug record's offsets ask for).
+  std::vector<size_t> frames{0};
   size_t i = 0;
   const auto little = [&](size_t from, size_t n) {
     uint64_t v = 0;
@@ -67,9 +122,7 @@ std::optional<std::string> pickle_structure_problem(std::string_view p) {
     const size_t left = p.size() - i;
     switch (kLayouts[op]) {
       case Arg::unknown: return at("an instruction that is not Python's", start);
-      case Arg::none:
-        if (op == '.') return std::nullopt;
-        break;
+      case Arg::none: break;
       case Arg::fixed1:
       case Arg::fixed2:
       case Arg::fixed4:
@@ -102,6 +155,26 @@ std::optional<std::string> pickle_structure_problem(std::string_view p) {
           i = end + 1;
         }
         break;
+    }
+    if (op == '(') {
+      frames.push_back(0);
+      continue;
+    }
+    const StackEffect e = stack_effect(op);
+    if (e.to_mark) {
+      if (frames.size() < 2) return at("a mark taken that was never set", start);
+      frames.pop_back();
+    }
+    // Memo puts and APPEND/SETITEM(S) need a value below what they take.
+    const bool needs_below = op == 'p' || op == 'q' || op == 'r' || op == 0x94 || op == 'a' || op == 's' ||
+                             op == 'e' || op == 'u' || op == 0x90 || op == 0x98;
+    if (frames.back() < static_cast<size_t>(e.pops) + (needs_below ? 1 : 0))
+      return at("an instruction taking more values than the stack holds", start);
+    frames.back() -= static_cast<size_t>(e.pops);
+    frames.back() += static_cast<size_t>(e.pushes);
+    if (op == '.') {
+      if (frames.size() != 1 || frames.back() != 0) return at("values left on the stack at STOP", start);
+      return std::nullopt;
     }
   }
   return "no STOP instruction (cut short)";

@@ -20,7 +20,7 @@ uint32_t le(std::string_view b, size_t at, int bytes) {
 namespace {
 
 // The directory walked once for both questions: the damage, and (when `records` is given) each stored record's bytes.
-std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector<StoredRecord>* records) {
+std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector<ZipRecord>* records) {
   const std::string_view b(data, size);
   std::vector<ZipDamage> damaged;
   const auto structure = [](std::string what) { return std::vector<ZipDamage>{{"", std::move(what)}}; };
@@ -57,16 +57,17 @@ std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector
                        std::to_string(stored) + ", more than deflate can give");
     if (method != 0 && method != 8)
       return structure("record " + name + " uses zip compression method " + std::to_string(method));
-    // Records over 4 GiB (zip64) and compressed ones are left to the reader.
-    if (stored == 0xFFFFFFFFu || local == 0xFFFFFFFFu || method != 0) continue;
+    // Records over 4 GiB (zip64) are left to the reader.
+    if (stored == 0xFFFFFFFFu || inflated == 0xFFFFFFFFu || local == 0xFFFFFFFFu) continue;
     if (local + 30 > b.size() || le(b, local, 4) != 0x04034b50)
       return structure("record " + name + " has a damaged header");
     const size_t begin = local + 30 + le(b, local + 26, 2) + le(b, local + 28, 2);
     if (begin + stored > b.size()) return structure("record " + name + " is cut short");
+    if (records) records->push_back({name, method == 8, std::string_view(b.data() + begin, stored), inflated});
+    if (method != 0) continue;  // a deflated record's CRC is of its inflated bytes: left to the reader
     const auto actual =
         static_cast<uint32_t>(::crc32(0L, reinterpret_cast<const Bytef*>(b.data() + begin), static_cast<uInt>(stored)));
     if (actual != crc) damaged.push_back({name, "record " + name + " does not match its CRC-32"});
-    if (records) records->push_back({name, std::string_view(b.data() + begin, stored)});
   }
   return damaged;
 }
@@ -75,10 +76,28 @@ std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector
 
 std::vector<ZipDamage> damaged_records(const char* data, size_t size) { return walk_directory(data, size, nullptr); }
 
-std::vector<StoredRecord> stored_records(const char* data, size_t size) {
-  std::vector<StoredRecord> records;
+std::vector<ZipRecord> zip_records(const char* data, size_t size) {
+  std::vector<ZipRecord> records;
   walk_directory(data, size, &records);
   return records;
+}
+
+std::optional<std::string> record_contents(const ZipRecord& record, size_t most) {
+  if (record.inflated_size > most) return std::nullopt;
+  if (!record.deflated) return std::string(record.bytes);
+  // Raw deflate, into no more than the declared size: what it inflates to past that is not read.
+  std::string out(record.inflated_size, '\0');
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return std::nullopt;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(record.bytes.data()));
+  z.avail_in = static_cast<uInt>(record.bytes.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int status = inflate(&z, Z_FINISH);
+  const bool whole = status == Z_STREAM_END && z.avail_out == 0;
+  inflateEnd(&z);
+  if (!whole) return std::nullopt;
+  return out;
 }
 
 std::optional<std::string> first_damaged_record(const char* data, size_t size) {

@@ -26,14 +26,20 @@ struct ZipDamage {
 // (no directory, a damaged header, a record cut short or declaring more than it stores).
 std::vector<ZipDamage> damaged_records(const char* data, size_t size);
 
-// A stored (uncompressed) record and its bytes inside the archive.
-struct StoredRecord {
+// A record and its bytes as they lie inside the archive: stored as they are, or deflated (LibTorch compresses the
+// TorchScript code and debug records of an archive).
+struct ZipRecord {
   std::string name;
+  bool deflated = false;
   std::string_view bytes;
+  size_t inflated_size = 0;  // as the directory declares it
 };
-// Every stored record whose bytes lie inside the archive, as far as the directory can be walked; compressed and
-// zip64 records are left out.
-std::vector<StoredRecord> stored_records(const char* data, size_t size);
+// Every stored or deflated record whose bytes lie inside the archive, as far as the directory can be walked; zip64
+// records are left out.
+std::vector<ZipRecord> zip_records(const char* data, size_t size);
+// A record's contents, inflated when deflated; nullopt when it declares more than `most` bytes or does not inflate
+// to exactly its declared size.
+std::optional<std::string> record_contents(const ZipRecord& record, size_t most);
 
 // Whether a record holds a tensor's bytes (<archive>/data/<key>): damage there spoils numbers, not structure, so
 // the archive's pickles may still be read to name the tensor.

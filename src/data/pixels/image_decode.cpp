@@ -23,7 +23,10 @@ void probe_jpeg(const std::vector<uint8_t>& b, ImageInfo& info) {
   const size_t n = b.size();
   size_t pos = 2;
   while (pos + 4 <= n) {
-    if (b[pos] != 0xFF) return;
+    if (b[pos] != 0xFF) {  // stray bytes before a marker: libjpeg skips them ("extraneous bytes"), and so do we
+      ++pos;
+      continue;
+    }
     const uint8_t marker = b[pos + 1];
     if (marker == 0xFF) {  // fill byte
       ++pos;
