@@ -217,8 +217,9 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     if (!pickle) continue;
     const auto contents = record_contents(r, kMostPickleBytes);
     const auto problem = contents ? pickle_structure_problem(*contents)
-                                  : std::optional<std::string>("does not inflate to its declared size, or is over "
-                                                               "64 MiB");
+                                  : std::optional<std::string>(
+                                        "does not inflate to its declared size, or is over "
+                                        "64 MiB");
     if (problem)
       throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (record " + r.name + ": " +
                             *problem + ")");

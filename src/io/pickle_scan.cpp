@@ -75,24 +75,24 @@ StackEffect stack_effect(uint8_t op) {
     case 0x94:                       // MEMOIZE
     case 0x98:                       // READONLY_BUFFER
       return {0, false, 0};
-    case 'Q': return {1, false, 1};                  // BINPERSID
-    case 'R':                                        // REDUCE
-    case 'b':                                        // BUILD
-    case 0x81:                                       // NEWOBJ
-    case 0x93:                                       // STACK_GLOBAL
+    case 'Q': return {1, false, 1};  // BINPERSID
+    case 'R':                        // REDUCE
+    case 'b':                        // BUILD
+    case 0x81:                       // NEWOBJ
+    case 0x93:                       // STACK_GLOBAL
       return {2, false, 1};
-    case 0x92: return {3, false, 1};                 // NEWOBJ_EX
-    case 0x85: return {1, false, 1};                 // TUPLE1
-    case 0x86: return {2, false, 1};                 // TUPLE2
-    case 0x87: return {3, false, 1};                 // TUPLE3
-    case 'a': return {1, false, 0};                  // APPEND (into the list below it)
-    case 's': return {2, false, 0};                  // SETITEM
-    case 't':                                        // TUPLE
-    case 'l':                                        // LIST
-    case 'd':                                        // DICT
-    case 'i':                                        // INST
-    case 'o':                                        // OBJ
-    case 0x91:                                       // FROZENSET
+    case 0x92: return {3, false, 1};  // NEWOBJ_EX
+    case 0x85: return {1, false, 1};  // TUPLE1
+    case 0x86: return {2, false, 1};  // TUPLE2
+    case 0x87: return {3, false, 1};  // TUPLE3
+    case 'a': return {1, false, 0};   // APPEND (into the list below it)
+    case 's': return {2, false, 0};   // SETITEM
+    case 't':                         // TUPLE
+    case 'l':                         // LIST
+    case 'd':                         // DICT
+    case 'i':                         // INST
+    case 'o':                         // OBJ
+    case 0x91:                        // FROZENSET
       return {0, true, 1};
     case 'e':   // APPENDS
     case 'u':   // SETITEMS
@@ -166,8 +166,8 @@ std::optional<std::string> pickle_structure_problem(std::string_view p) {
       frames.pop_back();
     }
     // Memo puts and APPEND/SETITEM(S) need a value below what they take.
-    const bool needs_below = op == 'p' || op == 'q' || op == 'r' || op == 0x94 || op == 'a' || op == 's' ||
-                             op == 'e' || op == 'u' || op == 0x90 || op == 0x98;
+    const bool needs_below = op == 'p' || op == 'q' || op == 'r' || op == 0x94 || op == 'a' || op == 's' || op == 'e' ||
+                             op == 'u' || op == 0x90 || op == 0x98;
     if (frames.back() < static_cast<size_t>(e.pops) + (needs_below ? 1 : 0))
       return at("an instruction taking more values than the stack holds", start);
     frames.back() -= static_cast<size_t>(e.pops);

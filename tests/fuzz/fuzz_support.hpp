@@ -30,7 +30,7 @@ void refused_cleanly(Read&& read) {
   }
 }
 
-// A folder of this process's own under the system's temp folder, emptied of nothing and removed at exit: readers
+// A folder of this process's own under the system's temp folder, removed at exit: readers
 // that take a path get the input written there.
 class ScratchDir {
  public:

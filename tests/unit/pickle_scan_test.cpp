@@ -13,19 +13,20 @@ namespace {
 TEST(PickleScan, EveryArgumentLayoutWalksToStop) {
   // PROTO 2, GLOBAL, MARK, BINUNICODE, SHORT_BINUNICODE, LONG1, BININT, BINFLOAT, FRAME, a text line (INT), TUPLE,
   // BINPUT, REDUCE, BINGET, POP, STOP, and bytes after STOP (which nothing reads).
-  const std::string pickle = "\x80\x02"
-                             "ctorch\nFloatStorage\n"
-                             "(X\x03\x00\x00\x00"
-                             "abc"
-                             "\x8c\x01"
-                             "d"
-                             "\x8a\x02\x01\x02"
-                             "J\x01\x02\x03\x04"
-                             "G12345678"
-                             "\x95\x03\x00\x00\x00\x00\x00\x00\x00"
-                             "I12\n"
-                             "tq\x01Rh\x01"
-                             "0.trailing"s;
+  const std::string pickle =
+      "\x80\x02"
+      "ctorch\nFloatStorage\n"
+      "(X\x03\x00\x00\x00"
+      "abc"
+      "\x8c\x01"
+      "d"
+      "\x8a\x02\x01\x02"
+      "J\x01\x02\x03\x04"
+      "G12345678"
+      "\x95\x03\x00\x00\x00\x00\x00\x00\x00"
+      "I12\n"
+      "tq\x01Rh\x01"
+      "0.trailing"s;
   EXPECT_EQ(pickle_structure_problem(pickle), std::nullopt);
 }
 
@@ -34,12 +35,15 @@ TEST(PickleScan, EveryArgumentLayoutWalksToStop) {
 TEST(PickleScan, StackDisciplineIsChecked) {
   EXPECT_EQ(pickle_structure_problem("\x80\x02NN."s), "values left on the stack at STOP at byte 4 of its pickle");
   EXPECT_EQ(pickle_structure_problem("\x80\x02(N."s), "values left on the stack at STOP at byte 4 of its pickle");
-  EXPECT_EQ(pickle_structure_problem("\x80\x02N" "a."s),
+  EXPECT_EQ(pickle_structure_problem("\x80\x02N"
+                                     "a."s),
             "an instruction taking more values than the stack holds at byte 3 of its pickle");
   EXPECT_EQ(pickle_structure_problem("\x80\x02t."s), "a mark taken that was never set at byte 2 of its pickle");
   EXPECT_EQ(pickle_structure_problem("\x80\x02q\x00N."s),
             "an instruction taking more values than the stack holds at byte 2 of its pickle");
-  EXPECT_EQ(pickle_structure_problem("\x80\x02](K\x01K\x02" "e."s), std::nullopt);
+  EXPECT_EQ(pickle_structure_problem("\x80\x02](K\x01K\x02"
+                                     "e."s),
+            std::nullopt);
 }
 
 TEST(PickleScan, LengthsPastTheEndAndUnknownInstructionsAreNamed) {
