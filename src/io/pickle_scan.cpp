@@ -1,10 +1,17 @@
 #include "trainer/io/pickle_scan.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
+#include <memory>
+#include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "trainer/util/checked_math.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 
@@ -46,10 +53,8 @@ constexpr std::array<Arg, 256> argument_layouts() {
   return a;
 }
 
-std::string at(const char* what, size_t offset) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%s at byte %zu of its pickle", what, offset);
-  return buf;
+std::string at(const std::string& what, size_t offset) {
+  return what + " at byte " + std::to_string(offset) + " of its pickle";
 }
 
 // What an instruction does to the stack (Python's pickle.py): pops so many values, or every value down to the
@@ -102,60 +107,82 @@ StackEffect stack_effect(uint8_t op) {
   }
 }
 
+// One instruction as the walks see it: its opcode, where it starts, and its argument (a string's contents, a
+// number's bytes, a line without its newline; GLOBAL's module and name as `arg` and `arg2`).
+struct Instruction {
+  uint8_t op = 0;
+  size_t offset = 0;
+  std::string_view arg, arg2;
+};
+
+uint64_t little_endian(std::string_view bytes) {
+  uint64_t v = 0;
+  for (size_t k = 0; k < bytes.size() && k < 8; ++k) v |= uint64_t{static_cast<uint8_t>(bytes[k])} << (8 * k);
+  return v;
+}
+
+// Decodes the instruction at `i` and moves `i` past it; what is wrong, if its argument leaves the pickle.
+std::optional<std::string> decode(std::string_view p, size_t& i, Instruction& out) {
+  static constexpr std::array<Arg, 256> kLayouts = argument_layouts();
+  out = Instruction{static_cast<uint8_t>(p[i]), i, {}, {}};
+  const uint8_t op = out.op;
+  const size_t start = i++;
+  const size_t left = p.size() - i;
+  switch (kLayouts[op]) {
+    case Arg::unknown: return at("an instruction that is not Python's", start);
+    case Arg::none: break;
+    case Arg::fixed1:
+    case Arg::fixed2:
+    case Arg::fixed4:
+    case Arg::fixed8: {
+      const size_t n = kLayouts[op] == Arg::fixed1   ? 1
+                       : kLayouts[op] == Arg::fixed2 ? 2
+                       : kLayouts[op] == Arg::fixed4 ? 4
+                                                     : 8;
+      if (n > left) return at("an argument cut short", start);
+      out.arg = p.substr(i, n);
+      // FRAME's argument is the length of the frame that follows.
+      if (op == 0x95 && little_endian(out.arg) > left - 8) return at("a frame longer than the pickle", start);
+      i += n;
+      break;
+    }
+    case Arg::length1:
+    case Arg::length4:
+    case Arg::length8: {
+      const size_t n = kLayouts[op] == Arg::length1 ? 1 : kLayouts[op] == Arg::length4 ? 4 : 8;
+      if (n > left) return at("a length cut short", start);
+      const uint64_t length = little_endian(p.substr(i, n));
+      if (length > left - n) return at("a length longer than the pickle", start);
+      out.arg = p.substr(i + n, length);
+      i += n + length;
+      break;
+    }
+    case Arg::line:
+    case Arg::two_lines:
+      for (int line = 0; line < (kLayouts[op] == Arg::line ? 1 : 2); ++line) {
+        const size_t end = p.find('\n', i);
+        if (end == std::string_view::npos) return at("a line with no end", start);
+        (line == 0 ? out.arg : out.arg2) = p.substr(i, end - i);
+        i = end + 1;
+      }
+      break;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> pickle_structure_problem(std::string_view p) {
-  static constexpr std::array<Arg, 256> kLayouts = argument_layouts();
   // Values above each open mark, the first entry for those below every mark: a pickle that pops what is not there
   // or ends with anything but its one value on the stack is not one Python wrote (LibTorch then fails its own way,
   // allocating what a damaged debug record's offsets ask for).
   std::vector<size_t> frames{0};
   size_t i = 0;
-  const auto little = [&](size_t from, size_t n) {
-    uint64_t v = 0;
-    for (size_t k = 0; k < n; ++k) v |= uint64_t{static_cast<uint8_t>(p[from + k])} << (8 * k);
-    return v;
-  };
+  Instruction in;
   while (i < p.size()) {
-    const size_t start = i;
-    const auto op = static_cast<uint8_t>(p[i++]);
-    const size_t left = p.size() - i;
-    switch (kLayouts[op]) {
-      case Arg::unknown: return at("an instruction that is not Python's", start);
-      case Arg::none: break;
-      case Arg::fixed1:
-      case Arg::fixed2:
-      case Arg::fixed4:
-      case Arg::fixed8: {
-        const size_t n = kLayouts[op] == Arg::fixed1   ? 1
-                         : kLayouts[op] == Arg::fixed2 ? 2
-                         : kLayouts[op] == Arg::fixed4 ? 4
-                                                       : 8;
-        if (n > left) return at("an argument cut short", start);
-        // FRAME's argument is the length of the frame that follows.
-        if (op == 0x95 && little(i, 8) > left - 8) return at("a frame longer than the pickle", start);
-        i += n;
-        break;
-      }
-      case Arg::length1:
-      case Arg::length4:
-      case Arg::length8: {
-        const size_t n = kLayouts[op] == Arg::length1 ? 1 : kLayouts[op] == Arg::length4 ? 4 : 8;
-        if (n > left) return at("a length cut short", start);
-        const uint64_t length = little(i, n);
-        if (length > left - n) return at("a length longer than the pickle", start);
-        i += n + length;
-        break;
-      }
-      case Arg::line:
-      case Arg::two_lines:
-        for (int lines = kLayouts[op] == Arg::line ? 1 : 2; lines > 0; --lines) {
-          const size_t end = p.find('\n', i);
-          if (end == std::string_view::npos) return at("a line with no end", start);
-          i = end + 1;
-        }
-        break;
-    }
+    if (auto problem = decode(p, i, in)) return problem;
+    const uint8_t op = in.op;
+    const size_t start = in.offset;
     if (op == '(') {
       frames.push_back(0);
       continue;
@@ -178,6 +205,279 @@ std::optional<std::string> pickle_structure_problem(std::string_view p) {
     }
   }
   return "no STOP instruction (cut short)";
+}
+
+namespace {
+
+// What the tensor walk knows of a value: integers, texts, shallow tuples, storages and the classes a pickle names;
+// everything else (dicts, lists, objects, tensors) is `other`, whose contents nothing here needs.
+struct Symbol {
+  enum class Kind : uint8_t { other, integer, text, tuple, storage, global };
+  Kind kind = Kind::other;
+  int64_t integer = 0;    // integer; storage: its element count
+  std::string_view text;  // text; storage: its key
+  uint8_t item_size = 0;  // storage, and the global naming a storage class: bytes per element
+  uint8_t depth = 0;      // tuple: 1 + its deepest kept item's
+  enum class Global : uint8_t { other, rebuild_tensor, storage_class } global = Global::other;
+  std::shared_ptr<const std::vector<Symbol>> items;  // tuple
+};
+
+// Tuples are kept to the depth a tensor's arguments need, (storage, offset, (sizes), (strides), ...), so that no
+// chain of them is deep enough to overflow the stack when it is destroyed.
+constexpr uint8_t kKeptDepth = 2;
+// More values than a checkpoint's pickle makes (ResNet-152's with its optimizer state, about 50,000), so that a
+// hostile one cannot make the walk hold gigabytes of them.
+constexpr size_t kMostSymbols = size_t{1} << 22;
+constexpr size_t kMostTensorDims = 64;
+
+// The element size of LibTorch's storage classes, by name (`torch.FloatStorage` and its kin); 0 for any other.
+uint8_t storage_item_size(std::string_view name) {
+  static constexpr std::pair<std::string_view, uint8_t> kSizes[] = {
+      {"FloatStorage", 4}, {"DoubleStorage", 8}, {"HalfStorage", 2},         {"BFloat16Storage", 2},
+      {"LongStorage", 8},  {"IntStorage", 4},    {"ShortStorage", 2},        {"CharStorage", 1},
+      {"ByteStorage", 1},  {"BoolStorage", 1},   {"ComplexFloatStorage", 8}, {"ComplexDoubleStorage", 16}};
+  for (const auto& [known, size] : kSizes)
+    if (known == name) return size;
+  return 0;
+}
+
+// The classes LibTorch's archives name (torch::serialize::OutputArchive, TorchScript modules): the archive's own
+// module classes, resolved against its code/ records, tensors from storages, and the list and type-tag helpers.
+// LibTorch's unpickler also builds quantized, sparse and subclassed tensors and remote references, without checking
+// them against anything; no trainer checkpoint holds one.
+std::optional<Symbol> named_class(std::string_view module, std::string_view name) {
+  Symbol s;
+  s.kind = Symbol::Kind::global;
+  if (module == "__torch__" || starts_with(module, "__torch__.")) return s;
+  if (module == "collections" && name == "OrderedDict") return s;
+  if (module == "torch.jit._pickle" &&
+      (name == "build_intlist" || name == "build_tensorlist" || name == "build_doublelist" ||
+       name == "build_boollist" || name == "restore_type_tag"))
+    return s;
+  if (module == "torch._utils" && name == "_rebuild_tensor_v2") {
+    s.global = Symbol::Global::rebuild_tensor;
+    return s;
+  }
+  if (module == "torch" && (s.item_size = storage_item_size(name)) != 0) {
+    s.global = Symbol::Global::storage_class;
+    return s;
+  }
+  return std::nullopt;
+}
+
+Symbol tuple_of(std::vector<Symbol> items) {
+  Symbol t;
+  t.kind = Symbol::Kind::tuple;
+  uint8_t deepest = 0;
+  for (const Symbol& item : items) deepest = std::max(deepest, item.depth);
+  if (deepest + 1 > kKeptDepth) {
+    t.kind = Symbol::Kind::other;
+    return t;
+  }
+  t.depth = static_cast<uint8_t>(deepest + 1);
+  t.items = std::make_shared<const std::vector<Symbol>>(std::move(items));
+  return t;
+}
+
+// A tuple of whole numbers >= 0 (a tensor's sizes or strides), or nullopt.
+std::optional<std::vector<int64_t>> whole_numbers(const Symbol& tuple) {
+  if (tuple.kind != Symbol::Kind::tuple || tuple.items->size() > kMostTensorDims) return std::nullopt;
+  std::vector<int64_t> numbers;
+  for (const Symbol& item : *tuple.items) {
+    if (item.kind != Symbol::Kind::integer || item.integer < 0) return std::nullopt;
+    numbers.push_back(item.integer);
+  }
+  return numbers;
+}
+
+class TensorWalk {
+ public:
+  TensorWalk(std::string_view pickle, const StorageRecordSize& record_size) : p_(pickle), record_size_(record_size) {}
+
+  std::optional<std::string> run() {
+    size_t i = 0;
+    Instruction in;
+    while (i < p_.size()) {
+      if (auto problem = decode(p_, i, in)) return problem;
+      if (in.op == '.') return std::nullopt;
+      if (auto problem = step(in)) return at(*problem, in.offset);
+    }
+    return "no STOP instruction (cut short)";
+  }
+
+ private:
+  std::optional<std::string> step(const Instruction& in) {
+    switch (in.op) {
+      case '(': marks_.push_back(stack_.size()); return std::nullopt;
+      case 'K':  // BININT1
+      case 'M':  // BININT2
+        return push_integer(static_cast<int64_t>(little_endian(in.arg)));
+      case 'J': return push_integer(static_cast<int32_t>(little_endian(in.arg)));  // BININT
+      case 0x8a: {                                                                 // LONG1
+        if (in.arg.size() > 8) return push(Symbol{});
+        uint64_t u = little_endian(in.arg);
+        const size_t n = in.arg.size();
+        if (n && n < 8 && (u >> (8 * n - 1)) & 1) u |= ~uint64_t{0} << (8 * n);  // sign-extend
+        return push_integer(static_cast<int64_t>(u));
+      }
+      case 'X':    // BINUNICODE
+      case 0x8c:   // SHORT_BINUNICODE
+      case 0x8d:   // BINUNICODE8
+      case 'T':    // BINSTRING
+      case 'U': {  // SHORT_BINSTRING
+        Symbol s;
+        s.kind = Symbol::Kind::text;
+        s.text = in.arg;
+        return push(s);
+      }
+      case ')': return push(tuple_of({}));  // EMPTY_TUPLE
+      case 0x85:                            // TUPLE1-3
+      case 0x86:
+      case 0x87: return push(tuple_of(take(static_cast<size_t>(in.op - 0x84))));
+      case 't': return push(tuple_of(take_to_mark()));  // TUPLE
+      case 'c': {                                       // GLOBAL
+        auto s = named_class(in.arg, in.arg2);
+        if (!s) return "a class no trainer checkpoint names (" + std::string(in.arg) + "." + std::string(in.arg2) + ")";
+        return push(*s);
+      }
+      case 0x93: {  // STACK_GLOBAL
+        const auto names = take(2);
+        if (names[0].kind != Symbol::Kind::text || names[1].kind != Symbol::Kind::text)
+          return std::string("a class named by values that are not texts");
+        auto s = named_class(names[0].text, names[1].text);
+        if (!s)
+          return "a class no trainer checkpoint names (" + std::string(names[0].text) + "." +
+                 std::string(names[1].text) + ")";
+        return push(*s);
+      }
+      case 'Q': return persistent_storage(take(1)[0]);  // BINPERSID
+      case 'P': return std::string("a persistent id in text (protocol 0)");
+      case 'R': {  // REDUCE
+        auto call = take(2);
+        if (call[0].kind == Symbol::Kind::global && call[0].global == Symbol::Global::rebuild_tensor)
+          if (auto problem = tensor(call[1])) return problem;
+        return push(Symbol{});
+      }
+      case 'q':  // BINPUT
+      case 'r':  // LONG_BINPUT
+        return memo_put(little_endian(in.arg));
+      case 'p': return memo_put(std::strtoull(std::string(in.arg).c_str(), nullptr, 10));  // PUT
+      case 0x94: return memo_put(memo_.size());                                            // MEMOIZE
+      case 'h':                                                                            // BINGET
+      case 'j':                                                                            // LONG_BINGET
+        return memo_get(little_endian(in.arg));
+      case 'g': return memo_get(std::strtoull(std::string(in.arg).c_str(), nullptr, 10));  // GET
+      default: {
+        // Every other instruction by its effect on the stack alone: what it makes is `other`.
+        const StackEffect e = stack_effect(in.op);
+        if (e.to_mark) take_to_mark();
+        take(static_cast<size_t>(e.pops));
+        for (int k = 0; k < e.pushes; ++k)
+          if (auto problem = push(Symbol{})) return problem;
+        return std::nullopt;
+      }
+    }
+  }
+
+  // BINPERSID's ('storage', class, key, location, numel), the only persistent id LibTorch reads: the record
+  // <pickle's name>/<key> must hold numel elements exactly. LibTorch takes the element count from the pickle and
+  // the bytes from the record, and reads past the record's end where the first is larger.
+  std::optional<std::string> persistent_storage(const Symbol& id) {
+    const auto* f = id.kind == Symbol::Kind::tuple ? id.items.get() : nullptr;
+    if (!f || f->size() != 5 || (*f)[0].kind != Symbol::Kind::text || (*f)[0].text != "storage" ||
+        (*f)[1].global != Symbol::Global::storage_class || (*f)[2].kind != Symbol::Kind::text ||
+        (*f)[3].kind != Symbol::Kind::text || (*f)[4].kind != Symbol::Kind::integer || (*f)[4].integer < 0)
+      return std::string("a persistent id that is not a storage's");
+    Symbol storage;
+    storage.kind = Symbol::Kind::storage;
+    storage.text = (*f)[2].text;
+    storage.item_size = (*f)[1].item_size;
+    storage.integer = (*f)[4].integer;
+    uint64_t bytes = 0;
+    if (multiply_overflows(static_cast<uint64_t>(storage.integer), storage.item_size, bytes))
+      return "storage " + std::string(storage.text) + " declaring more bytes than 64 bits count";
+    if (bytes > 0) {
+      const auto recorded = record_size_(storage.text);
+      if (!recorded) return "storage " + std::string(storage.text) + " with no record";
+      if (*recorded != bytes)
+        return "storage " + std::string(storage.text) + " declaring " + std::to_string(bytes) +
+               " bytes where its record holds " + std::to_string(*recorded);
+    }
+    return push(storage);
+  }
+
+  // _rebuild_tensor_v2(storage, offset, sizes, strides, requires_grad, hooks[, metadata]): LibTorch sets the sizes,
+  // strides and offset on the storage as written, with no check that they stay inside it.
+  std::optional<std::string> tensor(const Symbol& args) {
+    const auto* a = args.kind == Symbol::Kind::tuple ? args.items.get() : nullptr;
+    if (!a || a->size() < 6 || a->size() > 7 || (*a)[0].kind != Symbol::Kind::storage ||
+        (*a)[1].kind != Symbol::Kind::integer || (*a)[1].integer < 0)
+      return std::string("a tensor whose arguments are not a storage, an offset, sizes and strides");
+    const auto sizes = whole_numbers((*a)[2]), strides = whole_numbers((*a)[3]);
+    if (!sizes || !strides || sizes->size() != strides->size())
+      return std::string("a tensor whose sizes and strides are not as many whole numbers");
+    const Symbol& storage = (*a)[0];
+    if (!strided_view_fits(*sizes, *strides, static_cast<uint64_t>((*a)[1].integer),
+                           static_cast<uint64_t>(storage.integer)))
+      return "a tensor reaching past the end of storage " + std::string(storage.text) + " (" +
+             std::to_string(storage.integer) + " elements)";
+    return std::nullopt;
+  }
+
+  std::optional<std::string> push_integer(int64_t value) {
+    Symbol s;
+    s.kind = Symbol::Kind::integer;
+    s.integer = value;
+    return push(s);
+  }
+
+  std::optional<std::string> push(Symbol s) {
+    if (++made_ > kMostSymbols) return std::string("more values than any checkpoint holds");
+    stack_.push_back(std::move(s));
+    return std::nullopt;
+  }
+
+  // The structure walk has checked that every instruction finds what it takes on the stack.
+  std::vector<Symbol> take(size_t n) {
+    n = std::min(n, stack_.size());
+    std::vector<Symbol> taken(std::make_move_iterator(stack_.end() - static_cast<std::ptrdiff_t>(n)),
+                              std::make_move_iterator(stack_.end()));
+    stack_.resize(stack_.size() - n);
+    return taken;
+  }
+
+  std::vector<Symbol> take_to_mark() {
+    const size_t mark = marks_.empty() ? 0 : marks_.back();
+    if (!marks_.empty()) marks_.pop_back();
+    return take(stack_.size() - std::min(mark, stack_.size()));
+  }
+
+  std::optional<std::string> memo_put(uint64_t index) {
+    if (stack_.empty()) return std::string("a memo entry stored from an empty stack");
+    if (++made_ > kMostSymbols) return std::string("more values than any checkpoint holds");
+    memo_[index] = stack_.back();
+    return std::nullopt;
+  }
+
+  std::optional<std::string> memo_get(uint64_t index) {
+    const auto it = memo_.find(index);
+    if (it == memo_.end()) return std::string("a memo entry read that was never stored");
+    return push(it->second);
+  }
+
+  std::string_view p_;
+  const StorageRecordSize& record_size_;
+  std::vector<Symbol> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, Symbol> memo_;
+  size_t made_ = 0;
+};
+
+}  // namespace
+
+std::optional<std::string> pickle_tensor_problem(std::string_view pickle, const StorageRecordSize& record_size) {
+  if (auto problem = pickle_structure_problem(pickle)) return problem;
+  return TensorWalk(pickle, record_size).run();
 }
 
 }  // namespace trainer

@@ -87,21 +87,6 @@ bool is_container(const PickleValue& v) {
   return v.kind == PickleValue::Kind::tuple || v.kind == PickleValue::Kind::list || v.kind == PickleValue::Kind::dict;
 }
 
-// Whether every element of a strided view (sizes and strides >= 0) lies inside a storage of `numel` elements,
-// in checked arithmetic: a hostile file's sizes must not wrap the products around and pass.
-bool within_storage(const std::vector<int64_t>& size, const std::vector<int64_t>& stride, uint64_t offset,
-                    int64_t numel) {
-  uint64_t count = 1, last = offset, reach = 0;
-  for (size_t i = 0; i < size.size(); ++i) {
-    if (size[i] == 0) return true;  // no element at all
-    if (multiply_overflows(count, static_cast<uint64_t>(size[i]), count)) return false;
-    if (multiply_overflows(static_cast<uint64_t>(size[i] - 1), static_cast<uint64_t>(stride[i]), reach) ||
-        add_overflows(last, reach, last))
-      return false;
-  }
-  return last < static_cast<uint64_t>(numel);
-}
-
 class Unpickler {
  public:
   Unpickler(const std::string& file, const std::string& pickle, const StorageLoader& load_storage)
@@ -383,7 +368,8 @@ class Unpickler {
         const int64_t offset = a[1]->integer;
         const auto size = sizes(*a[2]), stride = sizes(*a[3]);
         if (size.size() != stride.size()) fail("a tensor whose size and stride differ in length");
-        if (offset < 0 || !within_storage(size, stride, static_cast<uint64_t>(offset), storage.numel()))
+        if (offset < 0 ||
+            !strided_view_fits(size, stride, static_cast<uint64_t>(offset), static_cast<uint64_t>(storage.numel())))
           throw WeightsError(file_ + ": a tensor reaches past the end of its storage (damaged file)");
         auto v = make(PickleValue::Kind::tensor);
         v->tensor = storage.as_strided(size, stride, offset);

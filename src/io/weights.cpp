@@ -37,10 +37,6 @@ bool same_kind(const torch::Tensor& a, const torch::Tensor& b) {
          (a.scalar_type() == torch::kBool) == (b.scalar_type() == torch::kBool);
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 NamedTensors model_state(const torch::nn::Module& model) {

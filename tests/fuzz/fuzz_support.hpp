@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/zip_crcs.hpp"
 #include "trainer/util/error.hpp"
 
 // The target as a function named after it (targets.hpp): the replay calls them all; in the fuzz lane each is
@@ -49,10 +50,9 @@ class ScratchDir {
 // The target's scratch folder, made on its first input.
 const ScratchDir& scratch();
 
-// The input with every stored zip record's CRC-32 (in the directory and in the record's own header) made to match
-// its bytes, as a file crafted on purpose would be: the CRC check then lets it through to LibTorch's reader, and
-// what that reader does with hostile structure gets fuzzed too. Bytes that are not a zip come back unchanged.
-std::vector<uint8_t> with_matching_crcs(const uint8_t* data, size_t size);
+// The input with every stored zip record's CRC-32 made to match its bytes (support/zip_crcs.hpp): the CRC check
+// then lets it through to LibTorch's reader, and what that reader does with hostile structure gets fuzzed too.
+using testing::with_matching_crcs;
 
 // The input split at the first `count - 1` occurrences of `separator` (fewer parts when it has fewer).
 std::vector<std::string> split(const uint8_t* data, size_t size, char separator, size_t count);

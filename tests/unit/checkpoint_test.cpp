@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "support/fixtures.hpp"
+#include "support/zip_crcs.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
@@ -14,6 +15,8 @@
 
 namespace trainer {
 namespace {
+
+using namespace std::string_literals;
 
 using testing::TempDir;
 
@@ -140,6 +143,41 @@ TEST(Checkpoint, WeightsForAnotherModelShapeAreRefused) {
   other.model.num_classes = 7;
   auto model = build_model(other.model, {12, 12, 1});
   EXPECT_THROW(LoadedCheckpoint(dir / "ck.pt").restore_model(*model), CheckpointError);
+}
+
+// A checkpoint edited on purpose, its CRC-32s made to match: the first tensor's first stride made to reach past its
+// storage, which LibTorch would take as written and read memory beyond the record with. Refused, naming the record,
+// before LibTorch is given the file.
+TEST(Checkpoint, ATensorReachingPastItsStorageIsRefused) {
+  TempDir dir;
+  const Config c = small_config();
+  Trained a = make_trained(c, 1);
+  save_checkpoint(dir / "ck.pt", meta_at(c, 1), {*a.model, *a.optimizer});
+  std::string bytes = testing::read_text(dir / "ck.pt");
+  // GLOBAL torch._utils._rebuild_tensor_v2, MARK, the storage's id ... BINPERSID [BINPUT n], BININT1 offset,
+  // MARK sizes TUPLE, MARK strides: the first stride's BININT1.
+  size_t at = bytes.find("_rebuild_tensor_v2\n");
+  ASSERT_NE(at, std::string::npos);
+  at = bytes.find("tQ", at) + 2;
+  if (bytes[at] == 'q') at += 2;
+  ASSERT_EQ(bytes.substr(at, 3), "K\x00("s);
+  at = bytes.find('t', at + 3) + 1;
+  ASSERT_EQ(bytes.substr(at, 2)[0], '(');
+  ASSERT_EQ(bytes[at + 1], 'K');
+  bytes[at + 2] = '\xff';
+  const auto edited = testing::with_matching_crcs(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  testing::write_text(dir / "edited.pt", std::string(edited.begin(), edited.end()));
+  try {
+    LoadedCheckpoint checkpoint(dir / "edited.pt");
+    FAIL() << "the edited checkpoint was opened";
+  } catch (const CheckpointError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("edited.pt: not a trainer checkpoint or damaged (record "), std::string::npos) << message;
+    EXPECT_NE(message.find("data.pkl: a tensor reaching past the end of storage 0 "), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // The same file as written opens.
+  EXPECT_NO_THROW(LoadedCheckpoint checkpoint(dir / "ck.pt"));
 }
 
 // Every record of a LibTorch archive against its zip CRC-32: a flipped byte anywhere in a record is found and

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace trainer {
 
@@ -21,6 +22,24 @@ inline bool add_overflows(uint64_t a, uint64_t b, uint64_t& out) {
   if (b > std::numeric_limits<uint64_t>::max() - a) return true;
   out = a + b;
   return false;
+}
+
+// Whether every element of a strided view (sizes and strides >= 0, as many of each) lies inside a storage of
+// `numel` elements, in checked arithmetic: a hostile file's sizes must not wrap the products around and pass (nor
+// the view's element count, which with zero strides may exceed the storage's).
+inline bool strided_view_fits(const std::vector<int64_t>& size, const std::vector<int64_t>& stride, uint64_t offset,
+                              uint64_t numel) {
+  uint64_t count = 1, last = offset, reach = 0;
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] == 0) return true;  // no element at all
+    if (multiply_overflows(count, static_cast<uint64_t>(size[i]), count) ||
+        count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return false;
+    if (multiply_overflows(static_cast<uint64_t>(size[i] - 1), static_cast<uint64_t>(stride[i]), reach) ||
+        add_overflows(last, reach, last))
+      return false;
+  }
+  return last < numel;
 }
 
 }  // namespace trainer

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainer {
@@ -17,6 +18,12 @@ std::string format_number(double value);
 
 // Whether `text` is well-formed UTF-8 (JSON's strings must be; a --set value from a shell may not be).
 bool is_utf8(const std::string& text);
+
+// Whether `text` begins, or ends, with `part` (C++20's starts_with and ends_with).
+inline bool starts_with(std::string_view text, std::string_view part) { return text.substr(0, part.size()) == part; }
+inline bool ends_with(std::string_view text, std::string_view part) {
+  return text.size() >= part.size() && text.substr(text.size() - part.size()) == part;
+}
 
 // The text up to its first newline: the one-line form of an exception message (LibTorch's carry a backtrace).
 std::string first_line(const std::string& text);

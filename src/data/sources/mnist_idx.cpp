@@ -9,6 +9,7 @@
 #include "trainer/platform/files.hpp"
 #include "trainer/util/checked_math.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 
@@ -113,8 +114,6 @@ DeclaredSize idx_size(const fs::path& file, size_t ndims) {
     return h ? std::optional<uint64_t>(h->file_bytes) : std::nullopt;
   };
 }
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 fs::path find_one(const fs::path& root, const std::string& stem) {
   fs::path plain, gz;
