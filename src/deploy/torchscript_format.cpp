@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "trainer/deploy/export_format.hpp"
+#include "trainer/io/archive_check.hpp"
+#include "trainer/io/zip_records.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -154,6 +156,12 @@ std::string torchscript_serialize(const ExportRequest& r) {
 }
 
 DeployedModel torchscript_open(const std::string& bytes, const std::string& source) {
+  // Every record against its CRC-32 and every pickle walked before LibTorch reads any of it: LibTorch checks
+  // neither, and takes a tensor's sizes, strides and offset from the pickle as written.
+  if (const auto damaged = first_damaged_record(bytes.data(), bytes.size()))
+    throw ExportError(source + ": not a TorchScript archive, or damaged (" + *damaged + ")");
+  if (const auto problem = archive_pickle_problem(bytes.data(), bytes.size()))
+    throw ExportError(source + ": not a TorchScript archive of a model, or damaged (" + *problem + ")");
   torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
   torch::jit::Module module;
   try {

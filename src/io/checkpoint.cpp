@@ -5,9 +5,8 @@
 #include <torch/torch.h>
 
 #include <cstdio>
-#include <map>
 
-#include "trainer/io/pickle_scan.hpp"
+#include "trainer/io/archive_check.hpp"
 #include "trainer/io/tfrecord.hpp"
 #include "trainer/io/zip_records.hpp"
 #include "trainer/platform/files.hpp"
@@ -209,33 +208,9 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   };
   for (const ZipDamage& d : damage)
     if (!is_tensor_data_record(d.record)) throw damaged(d.what);
-  // The pickles (data.pkl, constants.pkl, the deflated debug records) walked before LibTorch's unpickler reads
-  // them: it allocates a string's declared length before reading it, and sets a tensor's sizes, strides and offset
-  // on its storage, and a storage's size, as the pickle says. X.pkl's storages are the records X/KEY; a debug
-  // record has none. No pickle of ours comes near 64 MiB.
-  constexpr size_t kMostPickleBytes = size_t{64} << 20;
-  const auto records = zip_records(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  std::map<std::string, uint64_t, std::less<>> record_sizes;
-  for (const ZipRecord& r : records) record_sizes[r.name] = r.inflated_size;
-  for (const ZipRecord& r : records) {
-    const bool data_pickle = ends_with(r.name, ".pkl"), pickle = data_pickle || ends_with(r.name, ".debug_pkl");
-    if (!pickle) continue;
-    const std::string storage_folder = data_pickle ? r.name.substr(0, r.name.size() - 4) + "/" : std::string();
-    const auto record_size = [&](std::string_view key) -> std::optional<uint64_t> {
-      const auto it =
-          storage_folder.empty() ? record_sizes.end() : record_sizes.find(storage_folder + std::string(key));
-      if (it == record_sizes.end()) return std::nullopt;
-      return it->second;
-    };
-    const auto contents = record_contents(r, kMostPickleBytes);
-    const auto problem = contents ? pickle_tensor_problem(*contents, record_size)
-                                  : std::optional<std::string>(
-                                        "does not inflate to its declared size, or is over "
-                                        "64 MiB");
-    if (problem)
-      throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (record " + r.name + ": " +
-                            *problem + ")");
-  }
+  // The pickles walked before LibTorch's unpickler reads them (io/archive_check.hpp).
+  if (const auto problem = archive_pickle_problem(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
+    throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + *problem + ")");
   c10::IValue meta_value, sums_value;
   try {
     if (bytes.empty()) archive_->load_from(path.string());

@@ -3,21 +3,66 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace trainer {
 
 namespace {
 
-uint32_t le(std::string_view b, size_t at, int bytes) {
-  uint32_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
+uint64_t le(std::string_view b, size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
   return v;
 }
 
-}  // namespace
+// Where the directory is and how many records it lists, as LibTorch's zip reader (miniz) takes them: from the
+// zip64 end record whenever its locator sits before the end record (LibTorch and PyTorch write one into every
+// archive), from the end record otherwise. Reading the other would let a file show us one directory and LibTorch
+// another (a 2,290-byte checkpoint whose end record listed 0 records, its zip64 record 7).
+struct Directory {
+  uint64_t offset = 0, size = 0, count = 0;
+};
+std::optional<Directory> find_directory(std::string_view b, size_t end, std::string& problem) {
+  Directory d{le(b, end + 16, 4), le(b, end + 12, 4), le(b, end + 10, 2)};
+  uint64_t on_this_disk = le(b, end + 8, 2);
+  if (end >= 20 && le(b, end - 20, 4) == 0x07064b50) {
+    const uint64_t at = le(b, end - 20 + 8, 8);
+    if (at > end - 20 || end - 20 - at < 56 || le(b, at, 4) != 0x06064b50) {
+      problem = "damaged zip64 directory record";
+      return std::nullopt;
+    }
+    on_this_disk = le(b, at + 24, 8);
+    d = {le(b, at + 48, 8), le(b, at + 40, 8), le(b, at + 32, 8)};
+  }
+  if (d.count != on_this_disk || d.offset > b.size() || d.size > b.size() - d.offset) {
+    problem = "damaged zip directory";
+    return std::nullopt;
+  }
+  return d;
+}
 
-namespace {
+// A directory entry's 32-bit sizes and offset, those marked 0xFFFFFFFF taken from its zip64 extra field (id 1:
+// the inflated size, the stored size, the local header's offset, each present only where marked), as the reader
+// takes them.
+bool read_zip64_fields(std::string_view extra, uint64_t& inflated, uint64_t& stored, uint64_t& local) {
+  for (size_t at = 0; at + 4 <= extra.size();) {
+    const uint64_t id = le(extra, at, 2), length = le(extra, at + 2, 2);
+    if (at + 4 + length > extra.size()) return false;
+    if (id == 1) {
+      std::string_view field = extra.substr(at + 4, length);
+      for (uint64_t* value : {&inflated, &stored, &local}) {
+        if (*value != 0xFFFFFFFFu) continue;
+        if (field.size() < 8) return false;
+        *value = le(field, 0, 8);
+        field.remove_prefix(8);
+      }
+      return true;
+    }
+    at += 4 + length;
+  }
+  return false;
+}
 
 // The directory walked once for both questions: the damage, and (when `records` is given) each stored record's bytes.
 std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector<ZipRecord>* records) {
@@ -34,39 +79,42 @@ std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector
     if (i == 0 || b.size() - i > 22 + 65535) break;
   }
   if (end == std::string::npos) return structure("no zip directory (not an archive, or cut short)");
-  const uint32_t count = le(b, end + 10, 2), directory = le(b, end + 16, 4);
-  if (count == 0xFFFFu || directory == 0xFFFFFFFFu) return {};  // zip64: left to the reader
-  size_t at = directory;
-  for (uint32_t n = 0; n < count; ++n) {
+  std::string problem;
+  const auto directory = find_directory(b, end, problem);
+  if (!directory) return structure(problem);
+  size_t at = directory->offset;
+  for (uint64_t n = 0; n < directory->count; ++n) {
     if (at + 46 > b.size() || le(b, at, 4) != 0x02014b50) return structure("damaged zip directory");
-    const uint32_t crc = le(b, at + 16, 4), stored = le(b, at + 20, 4), method = le(b, at + 10, 2);
-    const uint32_t inflated = le(b, at + 24, 4);
-    const uint32_t name_length = le(b, at + 28, 2), extra = le(b, at + 30, 2), comment = le(b, at + 32, 2);
-    const size_t local = le(b, at + 42, 4);  // in size_t: local + 30 must not wrap 32 bits around
-    if (at + 46 + name_length > b.size()) return structure("damaged zip directory");
+    const uint64_t crc = le(b, at + 16, 4), method = le(b, at + 10, 2);
+    uint64_t stored = le(b, at + 20, 4), inflated = le(b, at + 24, 4), local = le(b, at + 42, 4);
+    const uint64_t name_length = le(b, at + 28, 2), extra = le(b, at + 30, 2), comment = le(b, at + 32, 2);
+    if (at + 46 + name_length + extra > b.size()) return structure("damaged zip directory");
     const std::string name(b.data() + at + 46, name_length);
+    if ((stored == 0xFFFFFFFFu || inflated == 0xFFFFFFFFu || local == 0xFFFFFFFFu) &&
+        !read_zip64_fields(b.substr(at + 46 + name_length, extra), inflated, stored, local))
+      return structure("record " + name + " has a damaged zip64 field");
     at += 46 + name_length + extra + comment;
     // The reader allocates a record's declared size before it reads a byte: a stored record's must be its size,
     // and a deflated one's no more than deflate's largest ratio (1032:1) allows, so that a few bytes of directory
     // cannot ask for gigabytes.
-    if (method == 0 && inflated != stored && inflated != 0xFFFFFFFFu)
+    if (method == 0 && inflated != stored)
       return structure("record " + name + " declares " + std::to_string(inflated) + " bytes but stores " +
                        std::to_string(stored));
-    if (method == 8 && stored != 0xFFFFFFFFu && inflated != 0xFFFFFFFFu && inflated / 1032 > stored)
+    if (method == 8 && inflated / 1032 > stored)
       return structure("record " + name + " declares " + std::to_string(inflated) + " bytes inflated from " +
                        std::to_string(stored) + ", more than deflate can give");
     if (method != 0 && method != 8)
       return structure("record " + name + " uses zip compression method " + std::to_string(method));
-    // Records over 4 GiB (zip64) are left to the reader.
-    if (stored == 0xFFFFFFFFu || inflated == 0xFFFFFFFFu || local == 0xFFFFFFFFu) continue;
-    if (local + 30 > b.size() || le(b, local, 4) != 0x04034b50)
+    if (local > b.size() || b.size() - local < 30 || le(b, local, 4) != 0x04034b50)
       return structure("record " + name + " has a damaged header");
-    const size_t begin = local + 30 + le(b, local + 26, 2) + le(b, local + 28, 2);
-    if (begin + stored > b.size()) return structure("record " + name + " is cut short");
-    if (records) records->push_back({name, method == 8, std::string_view(b.data() + begin, stored), inflated});
+    const uint64_t begin = local + 30 + le(b, local + 26, 2) + le(b, local + 28, 2);
+    if (begin > b.size() || stored > b.size() - begin) return structure("record " + name + " is cut short");
+    if (records)
+      records->push_back({name, method == 8, std::string_view(b.data() + begin, static_cast<size_t>(stored)),
+                          static_cast<size_t>(inflated)});
     if (method != 0) continue;  // a deflated record's CRC is of its inflated bytes: left to the reader
-    const auto actual =
-        static_cast<uint32_t>(::crc32(0L, reinterpret_cast<const Bytef*>(b.data() + begin), static_cast<uInt>(stored)));
+    const auto actual = static_cast<uint32_t>(
+        ::crc32_z(0L, reinterpret_cast<const Bytef*>(b.data() + begin), static_cast<size_t>(stored)));
     if (actual != crc) damaged.push_back({name, "record " + name + " does not match its CRC-32"});
   }
   return damaged;

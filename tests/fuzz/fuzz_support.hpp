@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "support/zip_crcs.hpp"
+#include "support/archive_edits.hpp"
 #include "trainer/util/error.hpp"
 
 // The target as a function named after it (targets.hpp): the replay calls them all; in the fuzz lane each is
@@ -50,7 +50,7 @@ class ScratchDir {
 // The target's scratch folder, made on its first input.
 const ScratchDir& scratch();
 
-// The input with every stored zip record's CRC-32 made to match its bytes (support/zip_crcs.hpp): the CRC check
+// The input with every stored zip record's CRC-32 made to match its bytes (support/archive_edits.hpp): the CRC check
 // then lets it through to LibTorch's reader, and what that reader does with hostile structure gets fuzzed too.
 using testing::with_matching_crcs;
 

@@ -2,8 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "support/archive_edits.hpp"
 #include "support/fixtures.hpp"
-#include "support/zip_crcs.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
@@ -153,20 +153,9 @@ TEST(Checkpoint, ATensorReachingPastItsStorageIsRefused) {
   const Config c = small_config();
   Trained a = make_trained(c, 1);
   save_checkpoint(dir / "ck.pt", meta_at(c, 1), {*a.model, *a.optimizer});
-  std::string bytes = testing::read_text(dir / "ck.pt");
-  // GLOBAL torch._utils._rebuild_tensor_v2, MARK, the storage's id ... BINPERSID [BINPUT n], BININT1 offset,
-  // MARK sizes TUPLE, MARK strides: the first stride's BININT1.
-  size_t at = bytes.find("_rebuild_tensor_v2\n");
-  ASSERT_NE(at, std::string::npos);
-  at = bytes.find("tQ", at) + 2;
-  if (bytes[at] == 'q') at += 2;
-  ASSERT_EQ(bytes.substr(at, 3), "K\x00("s);
-  at = bytes.find('t', at + 3) + 1;
-  ASSERT_EQ(bytes.substr(at, 2)[0], '(');
-  ASSERT_EQ(bytes[at + 1], 'K');
-  bytes[at + 2] = '\xff';
-  const auto edited = testing::with_matching_crcs(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  testing::write_text(dir / "edited.pt", std::string(edited.begin(), edited.end()));
+  const std::string edited = testing::with_first_stride_widened(testing::read_text(dir / "ck.pt"));
+  ASSERT_FALSE(edited.empty());
+  testing::write_text(dir / "edited.pt", edited);
   try {
     LoadedCheckpoint checkpoint(dir / "edited.pt");
     FAIL() << "the edited checkpoint was opened";
@@ -198,6 +187,35 @@ TEST(ZipRecords, AFlippedByteInAnyRecordIsFound) {
   ASSERT_TRUE(damaged.has_value());
   EXPECT_NE(damaged->find("does not match its CRC-32"), std::string::npos) << *damaged;
   EXPECT_EQ(first_damaged_record(bytes.data(), bytes.size() / 2), "no zip directory (not an archive, or cut short)");
+}
+
+// LibTorch's reader takes the directory from the zip64 end record that its writer puts in every archive: an end
+// record edited to list no records must not hide them from the CRC check and the pickle walk.
+TEST(ZipRecords, TheDirectoryIsTheOneLibTorchReads) {
+  TempDir dir;
+  torch::serialize::OutputArchive archive;
+  archive.write("a", torch::arange(1000, torch::kFloat));
+  archive.save_to((dir / "x.pt").string());
+  std::string bytes = testing::read_text(dir / "x.pt");
+  const size_t records = zip_records(bytes.data(), bytes.size()).size();
+  ASSERT_GE(records, 3u);  // data.pkl, the tensor, version, ...
+  const size_t end = bytes.rfind("PK\x05\x06"s);
+  ASSERT_NE(end, std::string::npos);
+  ASSERT_EQ(bytes.substr(end - 20, 4), "PK\x06\x07"s) << "no zip64 locator";
+  bytes.replace(end + 8, 4, 4, '\0');  // the end record's two counts: 0 records
+  EXPECT_EQ(zip_records(bytes.data(), bytes.size()).size(), records);
+  const size_t at =
+      bytes.find(std::string(reinterpret_cast<const char*>(torch::arange(1000, torch::kFloat).data_ptr()), 64));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 8] ^= 0x01;
+  const auto damaged = first_damaged_record(bytes.data(), bytes.size());
+  ASSERT_TRUE(damaged.has_value());
+  EXPECT_NE(damaged->find("does not match its CRC-32"), std::string::npos) << *damaged;
+  // A zip64 record whose counts disagree with each other is damage, as the reader has it.
+  const size_t zip64 = bytes.rfind("PK\x06\x06"s);
+  ASSERT_NE(zip64, std::string::npos);
+  bytes[zip64 + 24] ^= 0x01;  // the records on this disk
+  EXPECT_EQ(first_damaged_record(bytes.data(), bytes.size()), "damaged zip directory");
 }
 
 }  // namespace

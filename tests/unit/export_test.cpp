@@ -8,6 +8,7 @@
 
 #include <sstream>
 
+#include "support/archive_edits.hpp"
 #include "support/fixtures.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/models/factory.hpp"
@@ -183,6 +184,30 @@ TEST(Export, UnreadableFilesAreOneLineErrors) {
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     }
   }
+}
+
+// A TorchScript file edited on purpose (its CRC-32s made to match), and one damaged: LibTorch would load the first,
+// a weight reading memory past its record, and the second with the damage in its numbers.
+TEST(Export, TorchScriptIsCheckedBeforeLibTorchReadsIt) {
+  const DeployCase c = deploy_cases()[4];
+  const auto model = trained_model(c);
+  const ExportFormat f = format_for_output("torchscript", "");
+  const std::string bytes = serialize_model(f, *model, c.input, {});
+  const std::string edited = testing::with_first_stride_widened(bytes);
+  ASSERT_FALSE(edited.empty());
+  const std::string message = testing::error_of<ExportError>([&] { f.open(edited, "m.ts.pt"); });
+  EXPECT_NE(message.find("m.ts.pt: not a TorchScript archive of a model, or damaged (record "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("data.pkl: a tensor reaching past the end of storage 0 "), std::string::npos) << message;
+  // A flipped bit in the last weight's bytes (a record of its own, stored as it is).
+  const torch::Tensor last = model->named_parameters().pairs().back().second.detach().contiguous();
+  std::string damaged = bytes;
+  const size_t at = damaged.find(std::string(static_cast<const char*>(last.data_ptr()), last.nbytes()));
+  ASSERT_NE(at, std::string::npos);
+  damaged[at] ^= 0x10;
+  EXPECT_NE(testing::error_of<ExportError>([&] { f.open(damaged, "m.ts.pt"); }).find("does not match its CRC-32"),
+            std::string::npos);
+  EXPECT_NO_THROW(f.open(bytes, "m.ts.pt"));
 }
 
 TEST(Export, FormatFromNameOrExtension) {

@@ -14,7 +14,8 @@ namespace trainer {
 
 // Nullopt when every record matches its CRC-32; else what fails: "record archive/data/12 does not match its
 // CRC-32", or the archive's structure ("no zip directory", "cut short").
-// `data` holds the whole archive (under 4 GiB: larger ones use zip64 records, which are left to the reader).
+// `data` holds the whole archive. The directory is read as LibTorch's reader reads it: through the zip64 end
+// record where one is located, each record's sizes and offset from its zip64 field where it has one.
 std::optional<std::string> first_damaged_record(const char* data, size_t size);
 
 // A damaged record (`record` its name), or a fault in the archive's structure (`record` empty).
@@ -34,8 +35,7 @@ struct ZipRecord {
   std::string_view bytes;
   size_t inflated_size = 0;  // as the directory declares it
 };
-// Every stored or deflated record whose bytes lie inside the archive, as far as the directory can be walked; zip64
-// records are left out.
+// Every stored or deflated record whose bytes lie inside the archive, as far as the directory can be walked.
 std::vector<ZipRecord> zip_records(const char* data, size_t size);
 // A record's contents, inflated when deflated; nullopt when it declares more than `most` bytes or does not inflate
 // to exactly its declared size.

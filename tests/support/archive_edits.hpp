@@ -1,5 +1,6 @@
-// A zip archive's CRC-32s made to match its records, as a file crafted on purpose would have them: tests and fuzz
-// targets that edit a checkpoint's bytes reach the checks behind our CRC check with it.
+// Edits to a LibTorch archive (a checkpoint, a TorchScript file) as a file crafted on purpose would carry them: its
+// CRC-32s made to match its records, so that tests and fuzz targets reach the checks behind our CRC check, and a
+// tensor made to reach past its storage.
 //   auto edited = with_matching_crcs(bytes.data(), bytes.size());
 #pragma once
 
@@ -7,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace trainer::testing {
@@ -51,6 +53,24 @@ inline std::vector<uint8_t> with_matching_crcs(const uint8_t* data, size_t size)
     at = next;
   }
   return b;
+}
+
+// The archive with the first tensor its data.pkl rebuilds given a first stride of 255 (a BININT1 edited in place,
+// the CRC-32s made to match), which reaches past its storage when the tensor's first size is 2 or more; empty when
+// the pickle is not laid out as LibTorch writes it.
+inline std::string with_first_stride_widened(std::string bytes) {
+  // GLOBAL torch._utils._rebuild_tensor_v2, MARK, the storage's persistent id ... BINPERSID [BINPUT n],
+  // BININT1 0 (the offset), MARK sizes TUPLE, MARK, the first stride.
+  size_t at = bytes.find("_rebuild_tensor_v2\n");
+  if (at == std::string::npos || (at = bytes.find("tQ", at)) == std::string::npos) return {};
+  at += 2;
+  if (bytes.compare(at, 1, "q") == 0) at += 2;
+  if (bytes.compare(at, 3, std::string("K\0(", 3)) != 0 || (at = bytes.find('t', at + 3)) == std::string::npos ||
+      bytes.compare(at + 1, 2, "(K") != 0)
+    return {};
+  bytes[at + 3] = '\xff';
+  const auto edited = with_matching_crcs(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return std::string(edited.begin(), edited.end());
 }
 
 }  // namespace trainer::testing
