@@ -208,9 +208,10 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   };
   for (const ZipDamage& d : damage)
     if (!is_tensor_data_record(d.record)) throw damaged(d.what);
-  // The pickles walked before LibTorch's unpickler reads them (io/archive_check.hpp).
-  if (const auto problem = archive_pickle_problem(reinterpret_cast<const char*>(bytes.data()), bytes.size()))
-    throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + *problem + ")");
+  // The pickles walked and the code read before LibTorch's unpickler and compiler see them (io/archive_check.hpp).
+  const char* data = reinterpret_cast<const char*>(bytes.data());
+  for (const auto& problem : {archive_pickle_problem(data, bytes.size()), archive_code_problem(data, bytes.size())})
+    if (problem) throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + *problem + ")");
   c10::IValue meta_value, sums_value;
   try {
     if (bytes.empty()) archive_->load_from(path.string());

@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/torch.h>
 
 #include "support/archive_edits.hpp"
 #include "support/fixtures.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/engine/resolve_config.hpp"
+#include "trainer/io/archive_check.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/io/zip_records.hpp"
 #include "trainer/models/factory.hpp"
@@ -167,6 +169,49 @@ TEST(Checkpoint, ATensorReachingPastItsStorageIsRefused) {
   }
   // The same file as written opens.
   EXPECT_NO_THROW(LoadedCheckpoint checkpoint(dir / "ck.pt"));
+}
+
+// An archive holding one code record, as LibTorch's writer stores it.
+std::string archive_with_code(const std::string& source) {
+  std::string bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
+    bytes.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  writer.writeRecord("code/__torch__/___torch_mangle_7.py", source.data(), source.size());
+  writer.writeEndOfFile();
+  return bytes;
+}
+
+// LibTorch compiles an archive's code as it loads it, and its compiler crashes on some source; a checkpoint's code
+// declares attributes only, and anything else is refused before LibTorch sees it.
+TEST(Checkpoint, CodeOtherThanAttributeDeclarationsIsRefused) {
+  const std::string declared =
+      "class Module(Module):\n"
+      "  __parameters__ = [\"weight\", \"params/size\", ]\n"
+      "  __buffers__ = []\n"
+      "  __annotations__ = []\n"
+      "  __annotations__[\"0x558aac766690\"] = __torch__.___torch_mangle_14.Module\n"
+      "  weight : Tensor\n"
+      "  betas : Tuple[float, float]\n"
+      "  step : int\n"
+      "\n";
+  const auto problem = [](const std::string& source) {
+    const std::string bytes = archive_with_code(source);
+    return archive_code_problem(bytes.data(), bytes.size());
+  };
+  EXPECT_EQ(problem(declared), std::nullopt);
+  for (const std::string& line :
+       {"  out_features : Final[int] = 2", "  def forward(self, x: Tensor) -> Tensor:", "  betas : Tuple[float, float",
+        "  __annotations__[\"a\\\"b\"] = Tensor", "  _lbarameters__ = [\"weight\", ]", "  weight : NoneType",
+        "import os", "  weight : List[float, float]"}) {
+    const auto refused = problem(declared + line + "\n");
+    ASSERT_TRUE(refused.has_value()) << line;
+    EXPECT_EQ(*refused,
+              "record archive/code/__torch__/___torch_mangle_7.py: line 10 is not a class attribute as a "
+              "checkpoint declares it")
+        << line;
+  }
 }
 
 // Every record of a LibTorch archive against its zip CRC-32: a flipped byte anywhere in a record is found and
