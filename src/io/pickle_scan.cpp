@@ -265,6 +265,13 @@ std::optional<Symbol> named_class(std::string_view module, std::string_view name
   return std::nullopt;
 }
 
+// A name from the pickle as an error message may show it: one line of at most 80 printable characters.
+std::string shown(std::string_view name) {
+  std::string out;
+  for (const char c : name.substr(0, 80)) out += c >= 0x20 && c < 0x7f ? c : '?';
+  return name.size() > 80 ? out + "..." : out;
+}
+
 Symbol tuple_of(std::vector<Symbol> items) {
   Symbol t;
   t.kind = Symbol::Kind::tuple;
@@ -337,7 +344,7 @@ class TensorWalk {
       case 't': return push(tuple_of(take_to_mark()));  // TUPLE
       case 'c': {                                       // GLOBAL
         auto s = named_class(in.arg, in.arg2);
-        if (!s) return "a class no trainer checkpoint names (" + std::string(in.arg) + "." + std::string(in.arg2) + ")";
+        if (!s) return "a class no trainer checkpoint names (" + shown(in.arg) + "." + shown(in.arg2) + ")";
         return push(*s);
       }
       case 0x93: {  // STACK_GLOBAL
@@ -346,8 +353,7 @@ class TensorWalk {
           return std::string("a class named by values that are not texts");
         auto s = named_class(names[0].text, names[1].text);
         if (!s)
-          return "a class no trainer checkpoint names (" + std::string(names[0].text) + "." +
-                 std::string(names[1].text) + ")";
+          return "a class no trainer checkpoint names (" + shown(names[0].text) + "." + shown(names[1].text) + ")";
         return push(*s);
       }
       case 'Q': return persistent_storage(take(1)[0]);  // BINPERSID
@@ -395,12 +401,12 @@ class TensorWalk {
     storage.integer = (*f)[4].integer;
     uint64_t bytes = 0;
     if (multiply_overflows(static_cast<uint64_t>(storage.integer), storage.item_size, bytes))
-      return "storage " + std::string(storage.text) + " declaring more bytes than 64 bits count";
+      return "storage " + shown(storage.text) + " declaring more bytes than 64 bits count";
     if (bytes > 0) {
       const auto recorded = record_size_(storage.text);
-      if (!recorded) return "storage " + std::string(storage.text) + " with no record";
+      if (!recorded) return "storage " + shown(storage.text) + " with no record";
       if (*recorded != bytes)
-        return "storage " + std::string(storage.text) + " declaring " + std::to_string(bytes) +
+        return "storage " + shown(storage.text) + " declaring " + std::to_string(bytes) +
                " bytes where its record holds " + std::to_string(*recorded);
     }
     return push(storage);
@@ -419,7 +425,7 @@ class TensorWalk {
     const Symbol& storage = (*a)[0];
     if (!strided_view_fits(*sizes, *strides, static_cast<uint64_t>((*a)[1].integer),
                            static_cast<uint64_t>(storage.integer)))
-      return "a tensor reaching past the end of storage " + std::string(storage.text) + " (" +
+      return "a tensor reaching past the end of storage " + shown(storage.text) + " (" +
              std::to_string(storage.integer) + " elements)";
     return std::nullopt;
   }
