@@ -5,6 +5,7 @@
 # peak RSS, then per way the median, the spread (max / min - 1) and the RSS, and the RSS of the same command
 # with one-image batches (the baseline without batch memory) for comparison. The way `decode_only` times the
 # workers decoding the same files whole and nothing else (no batches, no queue): the spread of the machine itself.
+# The runs take turns, way after way, so that a slow minute of the machine falls on every way alike.
 #   scripts/bench/data_stability.sh ROOT [RUNS]     CONFIG=configs/resnet18_imagenet.json WORKERS=2 BATCHES=24
 #   WAYS="default decode_only" scripts/bench/data_stability.sh ROOT 10
 #   TRAINER=build/release/trainer
@@ -21,6 +22,8 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(
 
 read -ra ways <<<"${WAYS:-default warmup_flag trim trim_warmup_flag}"
 declare -A rates rss
+# One untimed pass first, so that no timed run reads the folder from the disk (the first one did: 22% slower).
+"${command[@]}" --decode-only >/dev/null
 for i in $(seq "$runs"); do
   for way in "${ways[@]}"; do
     extra=(); env=()
