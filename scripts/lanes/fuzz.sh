@@ -31,6 +31,9 @@ cmake --build $build --target "${targets[@]/#/fuzz_}"
 echo "fuzz.sh: built in $(( $(date +%s) - start ))s"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=0}
+# The targets that read from a path write each input to a scratch folder under TMPDIR: in memory, where there is
+# a tmpfs, rather than on the disk.
+[[ -z ${TMPDIR:-} && -d /dev/shm && -w /dev/shm ]] && export TMPDIR=/dev/shm
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p $build/findings $build/logs
 run_one() {
