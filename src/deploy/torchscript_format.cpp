@@ -8,7 +8,6 @@
 #include <torch/script.h>
 #include <nlohmann/json.hpp>
 
-#include <cctype>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -17,19 +16,13 @@
 #include "trainer/io/archive_check.hpp"
 #include "trainer/io/zip_records.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 
 namespace {
 
 const char* kMetadataFile = "metadata.json";
-
-bool is_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
 
 // "layer1.0.conv1" -> getattr(self.layer1, "0").conv1: TorchScript reaches a numbered child through getattr.
 std::string attribute_path(const std::string& dotted) {

@@ -1,6 +1,5 @@
 #include "trainer/io/archive_check.hpp"
 
-#include <cctype>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -16,13 +15,6 @@ namespace {
 
 // No pickle or source LibTorch writes for a ResNet comes near 64 MiB (a checkpoint's data.pkl is a few kilobytes).
 constexpr size_t kMostRecordBytes = size_t{64} << 20;
-
-bool is_identifier(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (const char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
 
 // An attribute's type as OutputArchive writes it: a value type, a tuple or list of them (AdamW's betas are a
 // Tuple[float, float]), or an archive class (__torch__.___torch_mangle_3.Module).

@@ -1,6 +1,7 @@
 #include "trainer/util/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -81,6 +82,13 @@ bool is_utf8(const std::string& text) {
     if (code < least[n] || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return false;
     i += n;
   }
+  return true;
+}
+
+bool is_identifier(std::string_view text) {
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  for (const char c : text)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
   return true;
 }
 

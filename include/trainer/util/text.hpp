@@ -25,6 +25,10 @@ inline bool ends_with(std::string_view text, std::string_view part) {
   return text.size() >= part.size() && text.substr(text.size() - part.size()) == part;
 }
 
+// Whether `text` is an ASCII Python identifier (letters, digits, '_'; not starting with a digit): TorchScript's
+// attribute names.
+bool is_identifier(std::string_view text);
+
 // The text up to its first newline: the one-line form of an exception message (LibTorch's carry a backtrace).
 std::string first_line(const std::string& text);
 
