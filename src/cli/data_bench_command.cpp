@@ -28,6 +28,7 @@
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/layout_check.hpp"
+#include "trainer/platform/process.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/device.hpp"
 #include "trainer/util/error.hpp"
@@ -44,8 +45,9 @@ double decode_rate(const FolderSource& source, size_t threads, size_t& decoded) 
   std::vector<std::thread> pool;
   for (size_t t = 0; t < threads; ++t)
     pool.emplace_back([&] {
+      std::vector<uint8_t> bytes;  // one buffer per thread, as the loader's workers keep
       for (size_t i = next++; i < source.size(); i = next++) {
-        const auto bytes = read_file_bytes(source.file(i));
+        read_file_bytes(source.file(i), bytes);
         decode_image(bytes, probe_image(bytes), 3, 1, source.file(i));
       }
     });
@@ -142,21 +144,29 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   const auto next_loader = loader_maker(a, c, source, bad, batch_size, target, decoder, profile);
   const bool channels_last = wants_channels_last(c.model, target);
   const int64_t total = a.warmup + a.batches;
-  int64_t seen = 0, images = 0;
+  int64_t seen = 0, images = 0, input_blocks = 0;
   double normalize_s = 0;
   Clock::time_point start = Clock::now();
+  int64_t faults_at_start = page_faults();
   torch::Tensor last, input_buffer;
   while (seen < total) {
     auto loader = next_loader();
     const StageDecode stage{decoder.get(), {bad, a.eval ? BadSlot::drop : BadSlot::replace}};
     for_each_device_batch(*loader, target, stage, std::numeric_limits<size_t>::max(), [&](ImageBatch& batch) {
       const auto before = Clock::now();
+      // (the block's address, not a handle: a second handle would keep to_model_input from reusing it)
+      const auto block = [&] {
+        return input_buffer.defined() ? input_buffer.storage().unsafeGetStorageImpl() : nullptr;
+      };
+      const auto* previous_block = block();
       auto x = to_model_input(batch.images, norm, channels_last, &input_buffer);
+      if (block() != previous_block) ++input_blocks;
       if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
       if (target.is_cuda()) last = x;  // (on the CPU, holding it would keep to_model_input from reusing it)
       if (++seen == a.warmup) {
         if (target.is_cuda()) x.sum().item<float>();  // the warm-up's device work done before the clock starts
         start = Clock::now();
+        faults_at_start = page_faults();
       }
       if (seen > a.warmup) {
         images += batch.labels.size(0);  // read, decoded or found unreadable: no device sync to count them
@@ -166,6 +176,7 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
     });
   }
   if (target.is_cuda() && last.defined()) last.sum().item<float>();  // the last batch's device work, timed
+  const int64_t faults = page_faults() - faults_at_start;
   out["decode"] = enum_name(decode_devices(), decode.choice.where);
   if (decoder) {
     const DecodeCounts n = decoder->take_counts();
@@ -179,6 +190,12 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   out["normalize_ms_per_batch"] = 1000.0 * normalize_s / static_cast<double>(a.batches);
   const double rate = static_cast<double>(images) / seconds_since(start);
   out["stages"] = stage_report(*profile);
+  // What a steady state that allocates nothing shows whatever the machine's speed: batch blocks stop growing
+  // after the first few, and the timed batches fault in next to no pages.
+  out["memory"] = {{"batches_made", profile->batch_memory_s().size()},
+                   {"new_batch_blocks", profile->new_batch_blocks()},
+                   {"new_input_blocks", input_blocks},
+                   {"page_faults_per_batch", faults < 0 ? -1.0 : static_cast<double>(faults) / a.batches}};
   return rate;
 }
 
@@ -196,6 +213,12 @@ void print_data_bench(const DataBenchArgs& a, const nlohmann::json& out, size_t 
   if (a.decode_only) return;
   std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
               out["normalize_ms_per_batch"].get<double>());
+  const nlohmann::json& memory = out["memory"];
+  std::printf(
+      "  memory: %zu batch blocks for %zu batches made, %lld float input block(s); %.1f page faults per timed "
+      "batch\n",
+      memory["new_batch_blocks"].get<size_t>(), memory["batches_made"].get<size_t>(),
+      static_cast<long long>(memory["new_input_blocks"].get<int64_t>()), memory["page_faults_per_batch"].get<double>());
   const nlohmann::json& stages = out["stages"];
   std::printf("  batch memory: %.3f ms per batch (median: a recycled batch, or a new one)\n",
               stages["batch_memory_ms"].get<double>());

@@ -144,8 +144,9 @@ TEST(ImageNetLayout, DoctorMeasuresTheDiskAgainstTheDecoders) {
 }
 
 TEST(ImageNetLayout, BenchDataTimesThePipelineAndTheDecodeCeiling) {
-  FolderRun run;  // 12 train images, batches of 4, 3 per epoch: 5 batches cross an epoch boundary
-  auto r = trainer_cli("bench data --config " + run.config.string() + " --warmup 1 --batches 5 --json");
+  FolderRun run;  // 12 train images, batches of 4, 3 per epoch: 9 batches cross two epoch boundaries
+  auto r = trainer_cli("bench data --config " + run.config.string() +
+                       " --set data.prefetch=2 --warmup 1 --batches 9 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // The JSON is the last line (objects nest in it: parse from the line's start).
   auto last_line = [](const std::string& text) {
@@ -162,8 +163,16 @@ TEST(ImageNetLayout, BenchDataTimesThePipelineAndTheDecodeCeiling) {
     EXPECT_GT(w["decoded_pixel_share"].get<double>(), 0.0);
     EXPECT_LE(w["decoded_pixel_share"].get<double>(), 1.0);
   }
-  EXPECT_EQ(out["images"], 20);
+  EXPECT_EQ(out["images"], 36);
   EXPECT_EQ(out["bad_images"], 0);
+  // Batches are written again, not allocated: 2 in flight, 1 with the consumer and 1 the consumer is letting go
+  // make 4 blocks at most for 10 batches or more (those in flight at the end included); one float input.
+  const json& memory = out["memory"];
+  EXPECT_GE(memory["batches_made"].get<int64_t>(), 10) << memory.dump();
+  EXPECT_GE(memory["new_batch_blocks"].get<int64_t>(), 1) << memory.dump();
+  EXPECT_LE(memory["new_batch_blocks"].get<int64_t>(), 4) << memory.dump();
+  EXPECT_EQ(memory["new_input_blocks"], 1) << memory.dump();
+  EXPECT_GE(memory["page_faults_per_batch"].get<double>(), 0.0) << memory.dump();  // known on Linux
   EXPECT_GT(out["images_per_s"].get<double>(), 0.0);
   EXPECT_GE(out["normalize_ms_per_batch"].get<double>(), 0.0);
   r = trainer_cli("bench data --config " + run.config.string() + " --decode-only --json");

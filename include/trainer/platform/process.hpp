@@ -1,6 +1,7 @@
 // Facts about this process and its terminal, asked of the operating system in one place.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ void set_environment_default(const std::string& name, const std::string& value);
 
 // The most memory this process has held resident so far, in MiB (0 when unknown).
 double peak_resident_mib();
+
+// The page faults this process has taken so far, minor and major (-1 when unknown). Memory touched for the first
+// time, or again after being handed back to the system, faults once per page, so a steady state that allocates
+// nothing takes next to none: `trainer bench data` reports them per batch.
+int64_t page_faults();
 
 // The files of the shared libraries mapped into this process (empty where unknown).
 std::vector<std::string> loaded_library_paths();

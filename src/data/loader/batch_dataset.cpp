@@ -47,7 +47,9 @@ ImageBatch BatchDataset::allocate(size_t n, ImageBatch spare) const {
                    {}};
   if (augment_ && augment_->erases()) batch.erase = torch::zeros({count, kEraseColumns}, torch::kInt64);
   if (intake_) batch.encoded.resize(n);
-  if (profile_) profile_->add_batch_memory(seconds_since(start));
+  if (profile_)
+    profile_->add_batch_memory(seconds_since(start),
+                               !spare.images.defined() || !batch.images.storage().is_alias_of(spare.images.storage()));
   return batch;
 }
 

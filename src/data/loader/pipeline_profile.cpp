@@ -20,9 +20,10 @@ void PipelineProfile::add_sample(const SampleTimes& t) {
   r.pixels_full += t.pixels_full;
 }
 
-void PipelineProfile::add_batch_memory(double seconds) {
+void PipelineProfile::add_batch_memory(double seconds, bool new_block) {
   std::lock_guard<std::mutex> lock(mutex_);
   batch_memory_s_.push_back(seconds);
+  new_batch_blocks_ += new_block ? 1 : 0;
 }
 
 std::vector<WorkerProfile> PipelineProfile::workers() const {
@@ -47,6 +48,11 @@ std::vector<WorkerProfile> PipelineProfile::workers() const {
 std::vector<double> PipelineProfile::batch_memory_s() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return batch_memory_s_;
+}
+
+size_t PipelineProfile::new_batch_blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return new_batch_blocks_;
 }
 
 }  // namespace trainer

@@ -69,10 +69,14 @@ void probe_jpeg(const std::vector<uint8_t>& b, ImageInfo& info) {
 
 void run_image_ops_on_calling_thread() { cv::setNumThreads(0); }
 
-std::vector<uint8_t> read_file_bytes(const fs::path& file) {
-  std::vector<uint8_t> bytes;
+void read_file_bytes(const fs::path& file, std::vector<uint8_t>& bytes) {
   if (const auto ec = read_file(file, bytes)) throw DataError(file.string() + ": cannot open (" + ec.message() + ")");
   if (bytes.empty()) throw DataError(file.string() + ": empty file");
+}
+
+std::vector<uint8_t> read_file_bytes(const fs::path& file) {
+  std::vector<uint8_t> bytes;
+  read_file_bytes(file, bytes);
   return bytes;
 }
 

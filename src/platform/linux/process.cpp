@@ -49,6 +49,12 @@ double peak_resident_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
+int64_t page_faults() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+  return static_cast<int64_t>(usage.ru_minflt) + static_cast<int64_t>(usage.ru_majflt);
+}
+
 std::vector<std::string> loaded_library_paths() {
   std::ifstream maps("/proc/self/maps");
   std::vector<std::string> paths;

@@ -46,6 +46,12 @@ double peak_resident_mib() {
   return static_cast<double>(counters.PeakWorkingSetSize) / (1024.0 * 1024.0);
 }
 
+int64_t page_faults() {
+  PROCESS_MEMORY_COUNTERS counters{};
+  if (!GetProcessMemoryInfo(GetCurrentProcess(), &counters, sizeof counters)) return -1;
+  return static_cast<int64_t>(counters.PageFaultCount);  // soft and hard faults alike
+}
+
 std::vector<std::string> loaded_library_paths() {
   HMODULE modules[1024];
   DWORD needed = 0;

@@ -31,10 +31,12 @@ struct WorkerProfile {
 
 class PipelineProfile {
  public:
-  void add_sample(const SampleTimes& t);       // from the worker that read it
-  void add_batch_memory(double seconds);       // getting one batch's memory (a recycled batch, or a new one)
+  void add_sample(const SampleTimes& t);  // from the worker that read it
+  // Getting one batch's memory: `seconds`, and whether it took a new block or wrote a recycled one again.
+  void add_batch_memory(double seconds, bool new_block);
   std::vector<WorkerProfile> workers() const;  // in the order the threads first reported
   std::vector<double> batch_memory_s() const;
+  size_t new_batch_blocks() const;  // of batch_memory_s().size() batches
 
  private:
   struct Record {
@@ -45,6 +47,7 @@ class PipelineProfile {
   mutable std::mutex mutex_;
   std::map<std::thread::id, Record> records_;
   std::vector<double> batch_memory_s_;
+  size_t new_batch_blocks_ = 0;
 };
 
 }  // namespace trainer

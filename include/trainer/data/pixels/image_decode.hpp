@@ -48,8 +48,10 @@ bool gpu_decodable(const ImageInfo& info);
 // be split over every core as well, beside the other workers.
 void run_image_ops_on_calling_thread();
 
-// The whole file. Throws DataError naming the file when it cannot be opened or read, or is empty.
+// The whole file. Throws DataError naming the file when it cannot be opened or read, or is empty. The second form
+// reads into `bytes`, whose capacity a caller reading file after file keeps instead of allocating each time.
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& file);
+void read_file_bytes(const std::filesystem::path& file, std::vector<uint8_t>& bytes);
 
 // Format and size from the header bytes alone; never throws (a malformed header just leaves the size unknown).
 ImageInfo probe_image(const std::vector<uint8_t>& bytes);
