@@ -192,10 +192,20 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   out["stages"] = stage_report(*profile);
   // What a steady state that allocates nothing shows whatever the machine's speed: batch blocks stop growing
   // after the first few, and the timed batches fault in next to no pages.
-  out["memory"] = {{"batches_made", profile->batch_memory_s().size()},
-                   {"new_batch_blocks", profile->new_batch_blocks()},
-                   {"new_input_blocks", input_blocks},
-                   {"page_faults_per_batch", faults < 0 ? -1.0 : static_cast<double>(faults) / a.batches}};
+  // (Pinned batches, on CUDA, come from LibTorch's caching host allocator, which reuses them itself: each counts
+  // as a new block here.)
+  const ImageShape shape = source->shape();
+  constexpr double kMiB = 1024.0 * 1024.0;
+  out["memory"] = {
+      {"batches_made", profile->batch_memory_s().size()},
+      {"new_batch_blocks", profile->new_batch_blocks()},
+      {"pinned", target.is_cuda()},
+      {"prefetch", c.data.prefetch},
+      {"batch_mib",
+       static_cast<double>(batch_size) * static_cast<double>(shape.height * shape.width * shape.channels) / kMiB},
+      {"new_input_blocks", input_blocks},
+      {"input_mib", input_buffer.defined() ? static_cast<double>(input_buffer.storage().nbytes()) / kMiB : 0.0},
+      {"page_faults_per_batch", faults < 0 ? -1.0 : static_cast<double>(faults) / a.batches}};
   return rate;
 }
 
@@ -215,10 +225,13 @@ void print_data_bench(const DataBenchArgs& a, const nlohmann::json& out, size_t 
               out["normalize_ms_per_batch"].get<double>());
   const nlohmann::json& memory = out["memory"];
   std::printf(
-      "  memory: %zu batch blocks for %zu batches made, %lld float input block(s); %.1f page faults per timed "
-      "batch\n",
-      memory["new_batch_blocks"].get<size_t>(), memory["batches_made"].get<size_t>(),
-      static_cast<long long>(memory["new_input_blocks"].get<int64_t>()), memory["page_faults_per_batch"].get<double>());
+      "  memory: %zu %sbatch blocks of %.1f MiB for %zu batches made (prefetch %lld), %lld float input block(s) of "
+      "%.1f MiB; %.1f page faults per timed batch\n",
+      memory["new_batch_blocks"].get<size_t>(), memory["pinned"].get<bool>() ? "pinned " : "",
+      memory["batch_mib"].get<double>(), memory["batches_made"].get<size_t>(),
+      static_cast<long long>(memory["prefetch"].get<int64_t>()),
+      static_cast<long long>(memory["new_input_blocks"].get<int64_t>()), memory["input_mib"].get<double>(),
+      memory["page_faults_per_batch"].get<double>());
   const nlohmann::json& stages = out["stages"];
   std::printf("  batch memory: %.3f ms per batch (median: a recycled batch, or a new one)\n",
               stages["batch_memory_ms"].get<double>());

@@ -46,7 +46,7 @@ void BatchPipeline::top_up() {
     }
     auto b = std::make_shared<Batch>();
     try {
-      b->batch = plan->dataset->allocate(plan->indices.size(), take_spare());
+      b->batch = plan->dataset->allocate(plan->indices.size(), take_spare(plan->indices.size()));
     } catch (const std::exception& e) {
       // Often on a worker thread (whichever tops up the queue), where an exception would end the process: the
       // batch carries the failure to next(), in its place in the order, as a failed sample's error does.
@@ -60,14 +60,32 @@ void BatchPipeline::top_up() {
   }
 }
 
-ImageBatch BatchPipeline::take_spare() {
+namespace {
+
+// How many images a batch's blocks hold (0 when it has none to give).
+size_t room(const ImageBatch& b) {
+  if (!only_holder(b.images) || !only_holder(b.labels) || b.images.dim() == 0 || b.images.size(0) == 0) return 0;
+  const auto image_bytes = static_cast<size_t>(b.images.numel() / b.images.size(0) * b.images.element_size());
+  return std::min(b.images.storage().nbytes() / image_bytes,
+                  b.labels.storage().nbytes() / static_cast<size_t>(b.labels.element_size()));
+}
+
+}  // namespace
+
+ImageBatch BatchPipeline::take_spare(size_t images) {
+  // The smallest let-go batch with room enough. Blocks differ in size when an epoch's smaller last batch was
+  // made while none was free: a full batch passing over a small one leaves it for the next small batch (taking
+  // it would allocate anew and let it go), and a small batch taking a small one leaves the full ones to full
+  // batches.
+  auto best = handed_out_.end();
+  size_t best_room = 0;
   for (auto it = handed_out_.begin(); it != handed_out_.end(); ++it)
-    if (only_holder(it->images) && only_holder(it->labels)) {
-      ImageBatch spare = std::move(*it);
-      handed_out_.erase(it);
-      return spare;
-    }
-  return {};
+    if (const size_t r = room(*it); r >= images && (best == handed_out_.end() || r < best_room))
+      best = it, best_room = r;
+  if (best == handed_out_.end()) return {};
+  ImageBatch spare = std::move(*best);
+  handed_out_.erase(best);
+  return spare;
 }
 
 void BatchPipeline::keep_for_reuse(const ImageBatch& batch) {

@@ -53,7 +53,7 @@ class BatchPipeline {
   struct Batch;
   void top_up();  // with the lock held
   void work();
-  ImageBatch take_spare();                       // with the lock held: a handed-out batch let go, or none
+  ImageBatch take_spare(size_t images);          // with the lock held: a handed-out batch let go, or none
   void keep_for_reuse(const ImageBatch& batch);  // with the lock held
 
   PlanSource plans_;
