@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Is the input pipeline's speed steady whatever the heap does? The same `trainer bench data` command RUNS times
-# (default 10) in each of four ways: --warmup left at its default or written out (the same value), each with and
-# without MALLOC_TRIM_THRESHOLD_ (which turns off the trainer's own glibc tuning). Prints every run's rate, peak
-# RSS and page faults per timed batch, then per way the median, the spread (max / min - 1), the RSS, the faults
-# and the blocks the run allocated; then the RSS of the same command with one-image batches (the baseline without
-# batch memory) against (prefetch + 2) batches above it. The way `decode_only` times the workers decoding the same
+# (default 10) in each of four ways: --warmup left at its default or written out (the same value, data.prefetch
+# + 2), each with and without MALLOC_TRIM_THRESHOLD_ (which turns off the trainer's own glibc tuning). Prints every
+# run's rate, peak RSS and page faults per timed batch, then per way the median, the spread (max / min - 1), the
+# RSS, the faults and the blocks the run allocated; then the RSS of the same command with one-image batches (the
+# baseline without batch memory) against (prefetch + 2) batches above it. The way `decode_only` times the workers decoding the same
 # files whole and nothing else (no batches, no queue): the spread of the machine itself.
 # The runs take turns, way after way, so that a slow minute of the machine falls on every way alike.
 #   scripts/bench/data_stability.sh ROOT [RUNS]     CONFIG=configs/resnet18_imagenet.json WORKERS=2 BATCHES=24
 #   WAYS="default decode_only" scripts/bench/data_stability.sh ROOT 10
-#   WARMUP=40 BATCHES=96 WAYS="default trim decode_only" ...   steady state: every pipeline way warms up 40 batches
+#   WARMUP=2 WAYS="default trim decode_only" ...   the ways without the flag warm up 2 batches instead (the earlier
+#                  default: the timed batches then include the pipeline filling up)
 #   TRAINER=build/release/trainer
 # ROOT: an ImageNet-layout folder (make_photo_folder.py writes one).
 set -euo pipefail
@@ -30,12 +31,12 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(
 read -ra ways <<<"${WAYS:-default warmup_flag trim trim_warmup_flag}"
 declare -A rates rss faults blocks
 # One untimed pass first, so that no timed run reads the folder from the disk (the first one did: 22% slower).
-"${command[@]}" --decode-only >/dev/null
+default_warmup=$(field "$("${command[@]}" --decode-only)" warmup)
 for i in $(seq "$runs"); do
   for way in "${ways[@]}"; do
     extra=(); env=()
     [[ -n ${WARMUP:-} ]] && extra=(--warmup "$WARMUP")
-    [[ $way == *warmup_flag ]] && extra=(--warmup 2)
+    [[ $way == *warmup_flag ]] && extra=(--warmup "$default_warmup")
     [[ $way == trim* ]] && env=(MALLOC_TRIM_THRESHOLD_=134217728)
     [[ $way == decode_only ]] && extra=(--decode-only)
     out=$(env "${env[@]}" "${command[@]}" --batches "${BATCHES:-24}" "${extra[@]}")
@@ -53,7 +54,7 @@ for i in $(seq "$runs"); do
     printf 'run %d %-17s %8.1f img/s  peak RSS %6.0f MiB  %8.1f page faults per batch\n' "$i" "$way" "$rate" "$peak" "$f"
   done
 done
-echo "medians of $runs runs ($config, $root, ${BATCHES:-24} batches${WARMUP:+, warmup $WARMUP}):"
+echo "medians of $runs runs ($config, $root, ${BATCHES:-24} batches after a warmup of ${WARMUP:-$default_warmup}):"
 for way in "${ways[@]}"; do
   # shellcheck disable=SC2086
   line=$(printf '%s\n' ${rates[$way]} | sort -g | awk -v w="$way" -v r="$(median ${rss[$way]})" \

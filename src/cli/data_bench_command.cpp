@@ -145,8 +145,9 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   const bool channels_last = wants_channels_last(c.model, target);
   const int64_t total = a.warmup + a.batches;
   int64_t seen = 0, images = 0, input_blocks = 0;
-  double normalize_s = 0;
-  Clock::time_point start = Clock::now();
+  double normalize_s = 0, first_batch_s = 0;
+  const Clock::time_point began = Clock::now();
+  Clock::time_point start = began;
   int64_t faults_at_start = page_faults();
   torch::Tensor last, input_buffer;
   while (seen < total) {
@@ -163,7 +164,8 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
       if (block() != previous_block) ++input_blocks;
       if (batch.erase.defined()) erase_batch(x, batch.erase, c.data.augment.random_erasing.value);
       if (target.is_cuda()) last = x;  // (on the CPU, holding it would keep to_model_input from reusing it)
-      if (++seen == a.warmup) {
+      if (++seen == 1) first_batch_s = seconds_since(began);  // start-up: threads, first files, first batch
+      if (seen == a.warmup) {
         if (target.is_cuda()) x.sum().item<float>();  // the warm-up's device work done before the clock starts
         start = Clock::now();
         faults_at_start = page_faults();
@@ -188,6 +190,7 @@ double bench_pipeline(const DataBenchArgs& a, const Config& c, size_t batch_size
   out["images"] = images;
   out["bad_images"] = bad->distinct();
   out["normalize_ms_per_batch"] = 1000.0 * normalize_s / static_cast<double>(a.batches);
+  out["first_batch_s"] = first_batch_s;
   const double rate = static_cast<double>(images) / seconds_since(start);
   out["stages"] = stage_report(*profile);
   // What a steady state that allocates nothing shows whatever the machine's speed: batch blocks stop growing
@@ -221,6 +224,8 @@ void print_data_bench(const DataBenchArgs& a, const nlohmann::json& out, size_t 
               out["images_per_s"].get<double>(), static_cast<long long>(out["images"].get<int64_t>()),
               std::max<size_t>(1, workers), out["peak_rss_mib"].get<double>());
   if (a.decode_only) return;
+  std::printf("  start-up: the first batch after %.2f s; then %lld untimed batches before the timed ones\n",
+              out["first_batch_s"].get<double>(), static_cast<long long>(out["warmup"].get<int64_t>()));
   std::printf("  main thread: %.1f ms per batch turning uint8 into normalised float\n",
               out["normalize_ms_per_batch"].get<double>());
   const nlohmann::json& memory = out["memory"];
@@ -253,13 +258,15 @@ void print_data_bench(const DataBenchArgs& a, const nlohmann::json& out, size_t 
 
 }  // namespace
 
-int run_data_bench(const DataBenchArgs& a) {
-  if (a.batches < 1 || a.warmup < 0) throw UsageError("bench data: --batches must be >= 1 and --warmup >= 0");
-  Config c = resolve_config(a.config, a.overrides);
+int run_data_bench(const DataBenchArgs& given) {
+  if (given.batches < 1 || given.warmup < -1) throw UsageError("bench data: --batches must be >= 1 and --warmup >= 0");
+  Config c = resolve_config(given.config, given.overrides);
   apply_threads(c.run);
+  DataBenchArgs a = given;
+  if (a.warmup < 0) a.warmup = c.data.prefetch + 2;
   const size_t workers = static_cast<size_t>(c.data.workers);
   const size_t batch_size = static_cast<size_t>(a.eval ? c.data.eval_batch_size : c.data.batch_size);
-  nlohmann::json out = {{"impl", "trainer"}, {"workers", workers}, {"batch", batch_size}};
+  nlohmann::json out = {{"impl", "trainer"}, {"workers", workers}, {"batch", batch_size}, {"warmup", a.warmup}};
   out["images_per_s"] = a.decode_only ? bench_decode_only(c, workers, out) : bench_pipeline(a, c, batch_size, out);
   out["peak_rss_mib"] = peak_resident_mib();
   print_data_bench(a, out, workers);
@@ -271,7 +278,8 @@ void add_data_bench_command(CLI::App& bench, Commands& commands) {
   CLI::App* cmd = bench.add_subcommand(
       "data", "images/s of a config's training or evaluation input pipeline, or of the decode alone");
   add_config_options(*cmd, args->config, args->overrides, "config whose data section is timed", /*required=*/true);
-  cmd->add_option("--warmup", args->warmup, "untimed batches first")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup,
+                  "untimed batches first (default: data.prefetch + 2, which the pipeline takes to fill up)");
   cmd->add_option("--batches", args->batches, "timed batches")->capture_default_str();
   cmd->add_flag("--decode-only", args->decode_only,
                 "time only reading and full-size decoding of the same files, on data.workers threads");

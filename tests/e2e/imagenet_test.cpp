@@ -164,6 +164,8 @@ TEST(ImageNetLayout, BenchDataTimesThePipelineAndTheDecodeCeiling) {
     EXPECT_LE(w["decoded_pixel_share"].get<double>(), 1.0);
   }
   EXPECT_EQ(out["images"], 36);
+  EXPECT_EQ(out["warmup"], 1);
+  EXPECT_GT(out["first_batch_s"].get<double>(), 0.0);
   EXPECT_EQ(out["bad_images"], 0);
   // Batches are written again, not allocated: 2 in flight, 1 with the consumer and 1 the consumer is letting go
   // make 4 blocks at most for 10 batches or more (those in flight at the end included); one float input.
@@ -175,15 +177,19 @@ TEST(ImageNetLayout, BenchDataTimesThePipelineAndTheDecodeCeiling) {
   EXPECT_GE(memory["page_faults_per_batch"].get<double>(), 0.0) << memory.dump();  // known on Linux
   EXPECT_GT(out["images_per_s"].get<double>(), 0.0);
   EXPECT_GE(out["normalize_ms_per_batch"].get<double>(), 0.0);
-  r = trainer_cli("bench data --config " + run.config.string() + " --decode-only --json");
+  r = trainer_cli("bench data --config " + run.config.string() + " --set data.prefetch=2 --decode-only --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   out = json::parse(last_line(r.output));
+  EXPECT_EQ(out["warmup"], 4) << "by default, the batches the pipeline takes to fill up: prefetch + 2";
   EXPECT_EQ(out["mode"], "decode_only");
   EXPECT_EQ(out["images"], 12);
   EXPECT_GT(out["images_per_s"].get<double>(), 0.0);
   r = trainer_cli("bench data --config " + run.config.string() + " --batches 0");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--batches must be >= 1"), std::string::npos) << r.output;
+  r = trainer_cli("bench data --config " + run.config.string() + " --warmup -2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--warmup >= 0"), std::string::npos) << r.output;
   r = trainer_cli("bench data --config " + run.config.string() +
                   " --decode-only --set data.kind=synthetic --set data.synthetic.channels=3");
   EXPECT_EQ(r.exit_code, 2) << r.output;

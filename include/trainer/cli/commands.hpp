@@ -79,7 +79,9 @@ inline std::vector<std::string> bench_modes() { return {"data", "model", "train"
 struct DataBenchArgs {
   std::string config;                  // --config FILE (its data section; data.kind imagenet for --decode-only)
   std::vector<std::string> overrides;  // --set KEY=VALUE
-  int64_t warmup = 2;                  // untimed batches first (threads start, caches warm)
+  // Untimed batches first; -1, the default: data.prefetch + 2, by when every batch block has been made and
+  // written once (the timed batches then show the steady state, not the pipeline filling up).
+  int64_t warmup = -1;
   int64_t batches = 20;
   bool decode_only = false;
   bool eval = false;  // --eval: the evaluation pipeline (eval split and transforms, a new
