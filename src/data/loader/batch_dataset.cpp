@@ -35,13 +35,20 @@ BatchDataset::BatchDataset(std::shared_ptr<const ImageSource> source, bool pin_m
     throw std::logic_error("pixel augmentations need the CPU decode (choose_decode falls back to it)");
 }
 
-ImageBatch BatchDataset::allocate(size_t n, ImageBatch spare) const {
+ImageBatch BatchDataset::allocate(size_t n, ImageBatch spare, size_t room) const {
   const auto start = Clock::now();
   const auto count = static_cast<int64_t>(n);
   auto options = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pin_memory_);
   // Pinned batches come from LibTorch's caching host allocator, which reuses a block only once the copies that
   // read it have finished on the device: taking one back here could overwrite a batch still in transfer.
   if (pin_memory_) spare = ImageBatch{};
+  const bool offered = spare.images.defined();
+  if (!offered && !pin_memory_ && room > n) {
+    const auto r = static_cast<int64_t>(room);
+    spare = ImageBatch{torch::empty({r, shape_.height, shape_.width, shape_.channels}, options),
+                       torch::empty({r}, options.dtype(torch::kInt64)),
+                       {}};
+  }
   ImageBatch batch{in_memory_of(spare.images, {count, shape_.height, shape_.width, shape_.channels}, options),
                    in_memory_of(spare.labels, {count}, options.dtype(torch::kInt64)),
                    {}};
@@ -49,7 +56,7 @@ ImageBatch BatchDataset::allocate(size_t n, ImageBatch spare) const {
   if (intake_) batch.encoded.resize(n);
   if (profile_)
     profile_->add_batch_memory(seconds_since(start),
-                               !spare.images.defined() || !batch.images.storage().is_alias_of(spare.images.storage()));
+                               !offered || !batch.images.storage().is_alias_of(spare.images.storage()));
   return batch;
 }
 

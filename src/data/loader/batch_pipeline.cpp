@@ -46,7 +46,9 @@ void BatchPipeline::top_up() {
     }
     auto b = std::make_shared<Batch>();
     try {
-      b->batch = plan->dataset->allocate(plan->indices.size(), take_spare(plan->indices.size()));
+      const size_t n = plan->indices.size();
+      largest_batch_ = std::max(largest_batch_, n);
+      b->batch = plan->dataset->allocate(n, take_spare(n), largest_batch_);
     } catch (const std::exception& e) {
       // Often on a worker thread (whichever tops up the queue), where an exception would end the process: the
       // batch carries the failure to next(), in its place in the order, as a failed sample's error does.
@@ -73,10 +75,10 @@ size_t room(const ImageBatch& b) {
 }  // namespace
 
 ImageBatch BatchPipeline::take_spare(size_t images) {
-  // The smallest let-go batch with room enough. Blocks differ in size when an epoch's smaller last batch was
-  // made while none was free: a full batch passing over a small one leaves it for the next small batch (taking
-  // it would allocate anew and let it go), and a small batch taking a small one leaves the full ones to full
-  // batches.
+  // The smallest let-go batch with room enough. Blocks differ in size when a smaller batch came before any full
+  // one (a run whose every epoch is smaller than a batch; a new block otherwise has room for the largest batch
+  // yet): a full batch passing over a small one leaves it for the next small batch (taking it would allocate
+  // anew and let it go), and a small batch taking a small one leaves the full ones to full batches.
   auto best = handed_out_.end();
   size_t best_room = 0;
   for (auto it = handed_out_.begin(); it != handed_out_.end(); ++it)

@@ -46,10 +46,11 @@ class BatchDataset {
                std::shared_ptr<PipelineProfile> profile = nullptr);
   ImageBatch get_batch(const std::vector<size_t>& indices) const;
   // The two halves of get_batch, for a pipeline that fills one batch from several threads: the empty batch of
-  // `n` samples (in `spare`'s memory when it is a batch of that size that nobody else holds any more; never for
-  // pinned batches), and sample `index` (an entry of the sampler's order) read into its slot `b`. fill() is
-  // thread-safe for distinct slots of a batch.
-  ImageBatch allocate(size_t n, ImageBatch spare) const;
+  // `n` samples (in `spare`'s memory when it has room for them and nobody else holds it any more; never for
+  // pinned batches; else a new block with room for max(n, `room`) samples, so that an epoch's smaller last
+  // batch made first leaves a block a full batch can take later), and sample `index` (an entry of the
+  // sampler's order) read into its slot `b`. fill() is thread-safe for distinct slots of a batch.
+  ImageBatch allocate(size_t n, ImageBatch spare, size_t room = 0) const;
   void fill(ImageBatch& batch, size_t b, size_t index) const;
   size_t size() const { return source_->size(); }
 

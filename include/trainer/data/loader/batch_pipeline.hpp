@@ -63,6 +63,7 @@ class BatchPipeline {
   std::condition_variable work_ready_, batch_ready_;
   std::deque<std::shared_ptr<Batch>> queue_;
   std::deque<ImageBatch> handed_out_;  // the latest batches next() returned (images and labels only)
+  size_t largest_batch_ = 0;           // the most samples of any plan so far: the room of a new block
   bool plans_done_ = false;
   std::exception_ptr plan_error_;
   bool stopping_ = false;
