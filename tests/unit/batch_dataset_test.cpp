@@ -137,21 +137,24 @@ TEST(Normalization, TheFloatInputIsWrittenAgainOnceLetGo) {
   EXPECT_TRUE(torch::equal(smaller, to_model_input(images.narrow(0, 0, 2).contiguous(), norm, true)));
 }
 
+// Plans of the given sizes over a 30-image synthetic source of 6x5x3 images, one after the other.
+PlanSource plans_of_sizes(std::vector<size_t> sizes) {
+  auto source = std::make_shared<SyntheticSource>(30, ImageShape{6, 5, 3}, 4, 9);
+  auto dataset = std::make_shared<const BatchDataset>(source, false);
+  return [dataset, sizes = std::move(sizes), plan = size_t{0}]() mutable -> std::optional<BatchPlan> {
+    if (plan == sizes.size()) return std::nullopt;
+    std::vector<size_t> indices(sizes[plan]);
+    std::iota(indices.begin(), indices.end(), (plan * 3) % 26);
+    ++plan;
+    return BatchPlan{dataset, indices};
+  };
+}
+
 // The pipeline writes batches again once their consumer has let them go, a smaller last batch included, and
 // never one still held: a few blocks circulate, whatever the number of batches.
 TEST(BatchPipeline, BatchesLetGoAreWrittenAgainAndHeldOnesNever) {
-  auto source = std::make_shared<SyntheticSource>(30, ImageShape{6, 5, 3}, 4, 9);
-  auto dataset = std::make_shared<const BatchDataset>(source, false);
   for (const size_t workers : {size_t{0}, size_t{2}}) {
-    size_t plan = 0;
-    BatchPipeline pipeline(
-        [&]() -> std::optional<BatchPlan> {
-          if (plan == 8) return std::nullopt;
-          std::vector<size_t> indices(plan == 7 ? 2 : 4);  // the last batch is smaller
-          std::iota(indices.begin(), indices.end(), (plan++ * 3) % 26);
-          return BatchPlan{dataset, indices};
-        },
-        workers, /*in_flight=*/2);
+    BatchPipeline pipeline(plans_of_sizes({4, 4, 4, 4, 4, 4, 4, 2}), workers, /*in_flight=*/2);  // the last smaller
     std::set<const void*> blocks;
     std::optional<ImageBatch> kept;
     torch::Tensor kept_copy;
@@ -176,18 +179,10 @@ TEST(BatchPipeline, BatchesLetGoAreWrittenAgainAndHeldOnesNever) {
 // Epochs whose last batch is smaller, as most are: a smaller batch made while no block was free gets a block a
 // full batch can take later, and the blocks stay as few as the batches in flight, whatever the mix of sizes.
 TEST(BatchPipeline, SmallerLastBatchesKeepTheBlocksFew) {
-  auto source = std::make_shared<SyntheticSource>(30, ImageShape{6, 5, 3}, 4, 9);
-  auto dataset = std::make_shared<const BatchDataset>(source, false);
+  std::vector<size_t> sizes;
+  for (int epoch = 0; epoch < 30; ++epoch) sizes.insert(sizes.end(), {4, 1});  // a full batch and a smaller one
   for (const size_t workers : {size_t{0}, size_t{2}}) {
-    size_t plan = 0;
-    BatchPipeline pipeline(
-        [&]() -> std::optional<BatchPlan> {
-          if (plan == 60) return std::nullopt;
-          std::vector<size_t> indices(plan % 2 == 1 ? 1 : 4);  // epochs of one full and one smaller batch
-          std::iota(indices.begin(), indices.end(), (plan++ * 3) % 26);
-          return BatchPlan{dataset, indices};
-        },
-        workers, /*in_flight=*/4);
+    BatchPipeline pipeline(plans_of_sizes(sizes), workers, /*in_flight=*/4);
     std::set<const void*> blocks;
     size_t batches = 0;
     while (auto batch = pipeline.next()) {
