@@ -20,18 +20,22 @@ runs="${2:-10}"
 trainer="${TRAINER:-build/release/trainer}"
 config="${CONFIG:-configs/resnet18_imagenet.json}"
 command=("$trainer" bench data --config "$config" --set data.root="$root" --set data.workers="${WORKERS:-2}" --json)
-# field JSON KEY [SUBKEY]: one value of a run's JSON line
-field() {
-  /usr/bin/python3 -c 'import json,sys; v=json.loads(sys.argv[1])
-for k in sys.argv[2:]: v=v[k]
-print(v)' "$@"
+# fields JSON KEY...: the values of a run's JSON line, space-separated; a KEY may be dotted (memory.prefetch), and
+# one the line lacks prints "-"
+fields() {
+  /usr/bin/python3 -c 'import json,sys; run=json.loads(sys.argv[1]); out=[]
+for key in sys.argv[2:]:
+    v = run
+    for k in key.split("."): v = v.get(k, "-") if isinstance(v, dict) else "-"
+    out.append(str(v))
+print(" ".join(out))' "$@"
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 read -ra ways <<<"${WAYS:-default warmup_flag trim trim_warmup_flag}"
 declare -A rates rss faults blocks
 # One untimed pass first, so that no timed run reads the folder from the disk (the first one did: 22% slower).
-default_warmup=$(field "$("${command[@]}" --decode-only)" warmup)
+default_warmup=$(fields "$("${command[@]}" --decode-only)" warmup)
 for i in $(seq "$runs"); do
   for way in "${ways[@]}"; do
     extra=(); env=()
@@ -40,16 +44,15 @@ for i in $(seq "$runs"); do
     [[ $way == trim* ]] && env=(MALLOC_TRIM_THRESHOLD_=134217728)
     [[ $way == decode_only ]] && extra=(--decode-only)
     out=$(env "${env[@]}" "${command[@]}" --batches "${BATCHES:-24}" "${extra[@]}")
-    rate=$(field "$out" images_per_s); peak=$(field "$out" peak_rss_mib)
+    read -r rate peak f made new inputs <<<"$(fields "$out" images_per_s peak_rss_mib memory.page_faults_per_batch \
+      memory.batches_made memory.new_batch_blocks memory.new_input_blocks)"
     rates[$way]+="$rate "; rss[$way]+="$peak "
     if [[ $way == decode_only ]]; then
       printf 'run %d %-17s %8.1f img/s  peak RSS %6.0f MiB\n' "$i" "$way" "$rate" "$peak"
       continue
     fi
-    f=$(field "$out" memory page_faults_per_batch)
     faults[$way]+="$f "
-    blocks[$way]="$(field "$out" memory new_batch_blocks) batch blocks of $(field "$out" memory batches_made)"
-    blocks[$way]+=" made, $(field "$out" memory new_input_blocks) float input"
+    blocks[$way]="$new batch blocks of $made made, $inputs float input"
     memory=$out
     printf 'run %d %-17s %8.1f img/s  peak RSS %6.0f MiB  %8.1f page faults per batch\n' "$i" "$way" "$rate" "$peak" "$f"
   done
@@ -66,8 +69,7 @@ for way in "${ways[@]}"; do
 done
 [[ -z ${memory:-} ]] && exit 0
 base=$("${command[@]}" --set data.batch_size=1 --batches 4)
-base_rss=$(field "$base" peak_rss_mib)
-awk -v base="$base_rss" -v p="$(field "$memory" memory prefetch)" -v b="$(field "$memory" memory batch_mib)" \
-  -v f="$(field "$memory" memory input_mib)" 'BEGIN {
+read -r prefetch batch_mib input_mib <<<"$(fields "$memory" memory.prefetch memory.batch_mib memory.input_mib)"
+awk -v base="$(fields "$base" peak_rss_mib)" -v p="$prefetch" -v b="$batch_mib" -v f="$input_mib" 'BEGIN {
   printf "  baseline (batches of one image): peak RSS %.0f MiB; + (prefetch %d + 2) batches of %.2f MiB = %.1f MiB", base, p, b, base + (p + 2) * b
   printf "; + the float input (%.1f MiB) = %.1f MiB\n", f, base + (p + 2) * b + f }'

@@ -75,19 +75,15 @@ size_t room(const ImageBatch& b) {
 }  // namespace
 
 ImageBatch BatchPipeline::take_spare(size_t images) {
-  // The smallest let-go batch with room enough. Blocks differ in size when a smaller batch came before any full
-  // one (a run whose every epoch is smaller than a batch; a new block otherwise has room for the largest batch
-  // yet): a full batch passing over a small one leaves it for the next small batch (taking it would allocate
-  // anew and let it go), and a small batch taking a small one leaves the full ones to full batches.
-  auto best = handed_out_.end();
-  size_t best_room = 0;
+  // A let-go batch with room enough: one too small (made before any larger batch was planned, as new blocks have
+  // room for the largest yet) is left for a batch it fits, not taken only to be replaced by a new block.
   for (auto it = handed_out_.begin(); it != handed_out_.end(); ++it)
-    if (const size_t r = room(*it); r >= images && (best == handed_out_.end() || r < best_room))
-      best = it, best_room = r;
-  if (best == handed_out_.end()) return {};
-  ImageBatch spare = std::move(*best);
-  handed_out_.erase(best);
-  return spare;
+    if (room(*it) >= images) {
+      ImageBatch spare = std::move(*it);
+      handed_out_.erase(it);
+      return spare;
+    }
+  return {};
 }
 
 void BatchPipeline::keep_for_reuse(const ImageBatch& batch) {
