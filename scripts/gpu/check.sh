@@ -401,7 +401,7 @@ export_torchscript() {
   # shellcheck disable=SC2086
   if within "$trainer" export --checkpoint "$work/runs/amp/best.pt" -o "$work/amp.ts.pt" >"$out/export.log" 2>&1 &&
      within "$trainer" predict --checkpoint "$work/runs/amp/best.pt" $files --json >"$work/predict-ck.json" 2>>"$out/export.log" &&
-     within "$trainer" predict --model "$work/amp.ts.pt" $files --json >"$work/predict-ts.json" 2>>"$out/export.log"; then
+     within "$trainer" predict --trust-model --model "$work/amp.ts.pt" $files --json >"$work/predict-ts.json" 2>>"$out/export.log"; then
     local same
     same=$(python3 -c 'import json,sys
 a, b = (json.loads(open(f).read())["predictions"] for f in sys.argv[1:3])

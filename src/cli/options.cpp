@@ -17,9 +17,11 @@ void add_checkpoint_option(CLI::App& cmd, std::string& checkpoint) {
   cmd.add_option("--checkpoint", checkpoint, "checkpoint file (last.pt or best.pt)")->required();
 }
 
-void add_model_source_options(CLI::App& cmd, std::string& checkpoint, std::string& model) {
-  cmd.add_option("--checkpoint", checkpoint, "checkpoint file (last.pt or best.pt)");
-  cmd.add_option("--model", model, "an exported ONNX (run in OpenCV's DNN module) or TorchScript file");
+void add_model_source_options(CLI::App& cmd, ModelSource& source) {
+  cmd.add_option("--checkpoint", source.checkpoint, "checkpoint file (last.pt or best.pt)");
+  cmd.add_option("--model", source.model, "an exported ONNX (run in OpenCV's DNN module) or TorchScript file");
+  cmd.add_flag("--trust-model", source.trust_model,
+               "run a TorchScript --model: such a file is a program, which LibTorch runs as it loads it");
 }
 
 void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::string& help) {

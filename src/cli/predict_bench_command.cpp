@@ -18,8 +18,7 @@ namespace {
 
 // `trainer bench predict`: forward-pass latency of a checkpoint or an exported file on random input.
 struct PredictBenchArgs {
-  std::string checkpoint;  // --checkpoint FILE
-  std::string model;       // --model FILE (ONNX or TorchScript)
+  ModelSource source;  // --checkpoint FILE, or --model FILE (ONNX or TorchScript) [--trust-model]
   int64_t batch = 1;
   int64_t warmup = 5;
   int64_t runs = 20;
@@ -31,7 +30,7 @@ struct PredictBenchArgs {
 int run_predict_bench(const PredictBenchArgs& a) {
   if (a.runs < 1 || a.warmup < 0 || a.batch < 1)
     throw UsageError("bench predict: --runs and --batch must be >= 1 and --warmup >= 0");
-  Predictor p = open_predictor(a.checkpoint, a.model);
+  Predictor p = open_predictor(a.source.checkpoint, a.source.model, a.source.trust_model);
   auto generator = at::detail::createCPUGenerator(/*seed_val=*/1);
   torch::Tensor x = torch::randn({a.batch, p.input.channels, p.input.height, p.input.width}, generator, torch::kFloat);
   x = x.to(p.device).contiguous(p.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous);
@@ -43,7 +42,7 @@ int run_predict_bench(const PredictBenchArgs& a) {
     if (i >= a.warmup) ms.push_back(seconds_since(start) * 1e3);
   }
   const double med = median(ms);
-  const std::string what = a.model.empty() ? a.checkpoint : a.model;
+  const std::string what = a.source.model.empty() ? a.source.checkpoint : a.source.model;
   if (a.json) {
     std::printf("%s\n", nlohmann::json{{"file", what},
                                        {"arch", p.config.model.arch},
@@ -67,7 +66,7 @@ void add_predict_bench_command(CLI::App& bench, Commands& commands) {
   auto args = std::make_shared<PredictBenchArgs>();
   CLI::App* cmd = bench.add_subcommand(
       "predict", "forward-pass latency of a checkpoint or an exported ONNX / TorchScript file on a fixed batch");
-  add_model_source_options(*cmd, args->checkpoint, args->model);
+  add_model_source_options(*cmd, args->source);
   cmd->add_option("--batch", args->batch, "images per forward pass")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed passes first")->capture_default_str();
   cmd->add_option("--runs", args->runs, "timed passes")->capture_default_str();

@@ -19,8 +19,7 @@ namespace {
 
 // `trainer predict`: top-5 classes of image files with a checkpoint's own preprocessing.
 struct PredictArgs {
-  std::string checkpoint;           // --checkpoint FILE
-  std::string model;                // --model FILE: an exported ONNX or TorchScript file instead
+  ModelSource source;               // --checkpoint FILE, or --model FILE (exported ONNX or TorchScript) [--trust-model]
   std::vector<std::string> images;  // IMAGE...
   bool json = false;                // --json: one JSON line
 };
@@ -29,7 +28,7 @@ struct PredictArgs {
 
 int run_predict(const PredictArgs& args) {
   if (args.images.empty()) throw UsageError("predict needs one or more IMAGE files");
-  Predictor p = open_predictor(args.checkpoint, args.model);
+  Predictor p = open_predictor(args.source.checkpoint, args.source.model, args.source.trust_model);
   const Config& c = p.config;
   const std::vector<std::string>& names = p.names;
 
@@ -50,7 +49,7 @@ int run_predict(const PredictArgs& args) {
     const auto prob = probs.accessor<float, 2>();
     for (int64_t i = 0; i < classes.size(0); ++i) {
       nlohmann::json top = nlohmann::json::array();
-      for (int64_t j = 0; j < classes.size(1); ++j)
+      for (int64_t j = 0; j < classes.size(1); ++j)  // open_predictor checked the logits' width against the names
         top.push_back({{"class", cls[i][j]}, {"name", names[static_cast<size_t>(cls[i][j])]}, {"prob", prob[i][j]}});
       out.push_back({{"image", args.images[first + static_cast<size_t>(i)]}, {"top", top}});
     }
@@ -58,8 +57,8 @@ int run_predict(const PredictArgs& args) {
   evaluate(*p.model, source, options);
 
   if (args.json) {
-    nlohmann::json report =
-        args.model.empty() ? nlohmann::json{{"checkpoint", args.checkpoint}} : nlohmann::json{{"model", args.model}};
+    nlohmann::json report = args.source.model.empty() ? nlohmann::json{{"checkpoint", args.source.checkpoint}}
+                                                      : nlohmann::json{{"model", args.source.model}};
     report["predictions"] = out;
     std::cout << report.dump() << "\n";
     return 0;
@@ -76,7 +75,7 @@ void add_predict_command(CLI::App& app, Commands& commands) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* cmd = app.add_subcommand(
       "predict", "top-5 classes of image files, with the checkpoint's own preprocessing (or an exported file's)");
-  add_model_source_options(*cmd, args->checkpoint, args->model);
+  add_model_source_options(*cmd, args->source);
   cmd->add_option("images", args->images, "image files")->required();
   add_json_flag(*cmd, args->json);
   commands.push_back({cmd, [args] { return run_predict(*args); }});

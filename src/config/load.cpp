@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "trainer/config/json_fields.hpp"
+#include "trainer/config/json_text.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -39,7 +40,7 @@ json load_with_parents(const fs::path& file, std::vector<fs::path>& chain) {
   text << in.rdbuf();
   json j;
   try {
-    j = json::parse(text.str());
+    j = parse_json(text.str());
   } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e999)
     // nlohmann's message carries the line and column.
     std::string what = e.what();
@@ -136,7 +137,7 @@ void apply_override(json& config, const std::string& assignment) {
   const std::string text = assignment.substr(eq + 1);
   json value;
   try {
-    value = json::parse(text);
+    value = parse_json(text);
   } catch (const json::exception&) {  // not JSON, or a number out of range (1e999)
     value = text;                     // a bare word such as cosine or runs/x
   }

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "trainer/config/json_text.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/io/archive_check.hpp"
 #include "trainer/io/zip_records.hpp"
@@ -167,7 +168,7 @@ DeployedModel torchscript_open(const std::string& bytes, const std::string& sour
   }
   DeployedModel m;
   if (!extra[kMetadataFile].empty()) {
-    const auto j = nlohmann::json::parse(extra[kMetadataFile], nullptr, /*allow_exceptions=*/false);
+    const auto j = parse_json(extra[kMetadataFile], nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) throw ExportError(source + ": " + kMetadataFile + " is not a JSON object");
     for (const auto& [key, value] : j.items())
       m.metadata[key] = value.is_string() ? value.get<std::string>() : value.dump();
@@ -181,6 +182,7 @@ DeployedModel torchscript_open(const std::string& bytes, const std::string& sour
 ExportFormat torchscript_format() {
   ExportFormat f;
   f.name = "torchscript";
+  f.runs_code = true;  // LibTorch compiles and runs the file's code (its __setstate__ as it loads)
   f.extensions = {".pt", ".ts", ".torchscript"};
   f.metadata_where = std::string("the archive's extra file ") + kMetadataFile + " (torch.jit.load(f, _extra_files={\"" +
                      kMetadataFile + "\": \"\"}))";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "trainer/data/loader/loaders.hpp"
 #include "trainer/data/pixels/random_erasing.hpp"
 #include "trainer/util/hash.hpp"
 
@@ -11,12 +12,15 @@ namespace trainer {
 
 namespace {
 
-// Data-parallel: this rank's images over the average share of its global batch (1 when the shares are equal).
-double share_weight(const Session& s, int64_t images) {
-  if (s.world.size == 1) return 1.0;
-  const auto batch = static_cast<size_t>(s.config.data.batch_size);
-  const size_t global = std::min(batch, s.train_data->size() - static_cast<size_t>(s.state.batch_in_epoch) * batch);
-  return static_cast<double>(images * s.world.size) / static_cast<double>(global);
+// The images of the optimizer step whose micro-batch `micro` this is, over all ranks: its global batches from the
+// step's first, each full but the epoch's last (dropped under data.drop_last).
+int64_t step_images(const Session& s, int64_t micro) {
+  const int64_t batch = s.config.data.batch_size, size = static_cast<int64_t>(s.train_data->size());
+  const auto batches = static_cast<int64_t>(train_batches_per_epoch(s.train_data->size(), s.config.data, s.drop_last));
+  const int64_t epoch_images = std::min(batches * batch, size);
+  const int64_t first = s.state.batch_in_epoch - micro;
+  const int64_t last = std::min(first + s.config.train.accumulate_steps, batches);
+  return std::min(last * batch, epoch_images) - first * batch;
 }
 
 }  // namespace
@@ -31,7 +35,8 @@ TrainedMicroBatch train_micro_batch(Session& s, const ImageBatch& batch, int64_t
   const uint64_t mix_seed =
       hash_combine(hash_combine(static_cast<uint64_t>(c.run.seed) ^ 0x313A71Bull, static_cast<uint64_t>(s.state.step)),
                    static_cast<uint64_t>(micro));
-  const double weight = share_weight(s, batch.labels.size(0));
+  const double weight = micro_batch_weight(batch.labels.size(0), step_images(s, micro), s.world.size,
+                                          c.train.accumulate_steps);
   return {forward_backward(*s.model, mix_batch(x, y, c.train.mix, mix_seed), s.step_options, s.scaler, weight),
           std::move(y)};
 }

@@ -37,6 +37,11 @@ MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const S
   return {logits.detach(), loss.detach()};
 }
 
+double micro_batch_weight(int64_t images, int64_t step_images, int64_t world, int64_t accumulate_steps) {
+  // Whole numbers far below 2^53: the product is exact, and equal ones divide to exactly 1.
+  return static_cast<double>(images * world * accumulate_steps) / static_cast<double>(step_images);
+}
+
 UpdateResult apply_update(Classifier& model, torch::optim::Optimizer& optimizer, LossScaler& scaler,
                           const StepOptions& options) {
   UpdateResult result;

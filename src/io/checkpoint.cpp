@@ -1,11 +1,11 @@
 #include "trainer/io/checkpoint.hpp"
 
-#include <caffe2/serialize/inline_container.h>
 #include <torch/serialize/output-archive.h>
 #include <torch/torch.h>
 
 #include <cstdio>
 
+#include "trainer/config/json_text.hpp"
 #include "trainer/io/archive_check.hpp"
 #include "trainer/io/tfrecord.hpp"
 #include "trainer/io/zip_records.hpp"
@@ -163,21 +163,25 @@ void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const Che
 
 std::optional<int64_t> peek_checkpoint_step(const fs::path& path) {
   // The archive's data.pkl pickles the metadata as one string (BINUNICODE: 'X', a 4-byte little-endian length,
-  // the text); the weights are other records, which the zip reader leaves on the disk.
-  std::string pickle;
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path.string());
-    auto [data, size] = reader.getRecord("data.pkl");
-    pickle.assign(static_cast<const char*>(data.get()), size);
-  } catch (const c10::Error&) {
-    return std::nullopt;
-  }
-  for (size_t at = pickle.find('X'); at != std::string::npos && at + 5 <= pickle.size();
-       at = pickle.find('X', at + 1)) {
+  // the text). Read through our own zip walk, as LibTorch's reader would find it (the folder of the directory's
+  // first record, names compared lowered), no more than 64 MiB of it: the reader allocates whatever size the
+  // directory declares (a 1,251-byte file asked it for 4 GiB), and --resume auto peeks at every file of a folder.
+  MappedFile file;
+  if (file.open(path)) return std::nullopt;
+  const auto records = zip_records(file.data(), file.size());
+  if (records.empty()) return std::nullopt;
+  const std::string wanted = ascii_lower(records.front().name.substr(0, records.front().name.find('/')) + "/data.pkl");
+  std::optional<std::string> pickle;
+  for (const ZipRecord& r : records)
+    if (ascii_lower(r.name) == wanted) pickle = record_contents(r, size_t{64} << 20);
+  if (!pickle) return std::nullopt;
+  for (size_t at = pickle->find('X'); at != std::string::npos && at + 5 <= pickle->size();
+       at = pickle->find('X', at + 1)) {
     uint32_t length = 0;
-    for (int b = 3; b >= 0; --b) length = length << 8 | static_cast<uint8_t>(pickle[at + 1 + static_cast<size_t>(b)]);
-    if (length < 2 || length > pickle.size() - at - 5 || pickle[at + 5] != '{') continue;
-    const json j = json::parse(pickle.substr(at + 5, length), nullptr, /*allow_exceptions=*/false);
+    for (int b = 3; b >= 0; --b)
+      length = length << 8 | static_cast<uint8_t>((*pickle)[at + 1 + static_cast<size_t>(b)]);
+    if (length < 2 || length > pickle->size() - at - 5 || (*pickle)[at + 5] != '{') continue;
+    const json j = parse_json(std::string_view(*pickle).substr(at + 5, length), nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j.contains("format_version")) continue;
     const auto step = j.find("step");
     if (step != j.end() && step->is_number_integer()) return step->get<int64_t>();
@@ -190,17 +194,15 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
     : path_(path), archive_(std::make_shared<torch::serialize::InputArchive>()) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw CheckpointError(path.string() + ": no such file");
-  // Read once: LibTorch loads from these bytes and their records' CRCs are checked on them. Files of 4 GiB and
-  // more (zip64) are left to LibTorch, unchecked, rather than held in memory.
-  std::vector<uint8_t> bytes;
-  if (fs::file_size(path, ec) < 0xFFFFFFFFull && !ec)
-    if (const auto failed = read_file(path, bytes))
-      throw CheckpointError(path.string() + ": cannot read (" + failed.message() + ")");
+  // Mapped once, whatever its size: LibTorch loads from these bytes and every check below reads the same ones.
+  MappedFile file;
+  if (const auto failed = file.open(path))
+    throw CheckpointError(path.string() + ": cannot read (" + failed.message() + ")");
+  const char* data = file.data();
   // Every byte against its record's CRC-32 before LibTorch parses any of it: its archive reader and unpickler
   // then only see pickles as they were written. Damage confined to tensor bytes is named after the archive is
   // read (the weight, where the file lists checksums).
-  const auto damage = bytes.empty() ? std::vector<ZipDamage>{}
-                                    : damaged_records(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const auto damage = damaged_records(data, file.size());
   const auto damaged = [&](const std::string& part) {
     return CheckpointError(path.string() + ": " + part +
                            ": the file was damaged after it was written (bit rot, an interrupted copy); use an "
@@ -209,16 +211,14 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   for (const ZipDamage& d : damage)
     if (!is_tensor_data_record(d.record)) throw damaged(d.what);
   // The pickles walked and the code read before LibTorch's unpickler and compiler see them (io/archive_check.hpp).
-  const char* data = reinterpret_cast<const char*>(bytes.data());
-  for (const auto& problem : {archive_pickle_problem(data, bytes.size()), archive_code_problem(data, bytes.size())})
+  for (const auto& problem : {archive_pickle_problem(data, file.size()), archive_code_problem(data, file.size())})
     if (problem) throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + *problem + ")");
   c10::IValue meta_value, sums_value;
   try {
-    if (bytes.empty()) archive_->load_from(path.string());
-    else archive_->load_from(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    archive_->load_from(data, file.size());  // copies what it keeps: the mapping ends with this constructor
     archive_->read("meta", meta_value);
     if (archive_->try_read("checksums", sums_value) && sums_value.isString())
-      checksums_ = json::parse(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
+      checksums_ = parse_json(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
   } catch (const c10::Error& e) {
     throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" +
                           first_line(e.what_without_backtrace()) + ")");
@@ -229,7 +229,7 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   if (!damage.empty()) throw damaged(damaged_part(damage.front().what));
   json j;
   try {
-    j = json::parse(meta_value.toStringRef());
+    j = parse_json(meta_value.toStringRef());
     const int64_t version = j.at("format_version").get<int64_t>();
     if (version != kCheckpointFormatVersion)
       throw CheckpointError(path.string() + ": format version " + std::to_string(version) + ", this trainer reads " +

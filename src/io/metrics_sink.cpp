@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "trainer/config/json_text.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -31,7 +32,7 @@ void truncate_after(const fs::path& jsonl, const fs::path& csv, int64_t resume_s
   std::getline(cin, cline);  // header
   while (std::getline(jin, jline)) {
     const bool has_csv = static_cast<bool>(std::getline(cin, cline));
-    const auto j = nlohmann::json::parse(jline, nullptr, /*allow_exceptions=*/false);
+    const auto j = parse_json(jline, nullptr, /*allow_exceptions=*/false);
     const auto step = j.is_object() ? j.find("step") : j.end();
     if (step == j.end() || !step->is_number_integer() || step->get<int64_t>() > resume_step) break;
     kept_json += jline + '\n';

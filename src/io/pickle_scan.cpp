@@ -170,6 +170,127 @@ std::optional<std::string> decode(std::string_view p, size_t& i, Instruction& ou
   return std::nullopt;
 }
 
+// A checkpoint's pickle nests about 20 deep (a module's object, its attribute dict, a tensor's arguments, per
+// level). LibTorch frees a nested value recursively, so 200,000 nested lists (600 KB) overflow its stack.
+constexpr uint32_t kMostNesting = 256;
+// More values than a checkpoint's pickle makes (ResNet-152's with its optimizer state, about 50,000), so that a
+// hostile one cannot make the walks hold gigabytes of them.
+constexpr size_t kMostSymbols = size_t{1} << 22;
+
+// How deep the values a pickle builds nest, and that none holds itself. Values are followed by identity, through
+// the memo: a container may be referenced twice (LibTorch's pickler memoizes a shared list), but once placed in
+// another (or made by REDUCE, whose result LibTorch may alias to an argument) it is sealed, and a change to a
+// sealed container is refused. That is every cycle (a list placed inside itself, or inside what it holds), and it
+// keeps each depth final once counted. LibTorch writes every container whole before it places it anywhere.
+// Runs after the structure walk, so every instruction finds what it takes on the stack.
+std::optional<std::string> nesting_problem(std::string_view p) {
+  struct Node {
+    uint32_t depth = 1;
+    bool sealed = false;
+  };
+  std::vector<Node> nodes;          // value v > 0 is nodes[v - 1]; 0 is a leaf (a number, a text, a class)
+  std::vector<uint32_t> stack;
+  std::vector<size_t> marks;
+  std::unordered_map<uint64_t, uint32_t> memo;
+  const auto depth = [&](uint32_t v) { return v ? nodes[v - 1].depth : 0u; };
+  const auto take = [&](size_t n) {
+    n = std::min(n, stack.size());
+    std::vector<uint32_t> taken(stack.end() - static_cast<std::ptrdiff_t>(n), stack.end());
+    stack.resize(stack.size() - n);
+    return taken;
+  };
+  const auto take_to_mark = [&]() {
+    const size_t mark = marks.empty() ? 0 : std::min(marks.back(), stack.size());
+    if (!marks.empty()) marks.pop_back();
+    return take(stack.size() - mark);
+  };
+  // A new value holding `items` (none: an empty container), pushed.
+  const auto make = [&](const std::vector<uint32_t>& items, bool sealed) -> std::optional<std::string> {
+    if (nodes.size() >= kMostSymbols) return std::string("more values than any checkpoint holds");
+    Node n;
+    n.sealed = sealed;
+    for (const uint32_t item : items) {
+      n.depth = std::max(n.depth, depth(item) + 1);
+      if (item) nodes[item - 1].sealed = true;
+    }
+    if (n.depth > kMostNesting) return "values nested more than " + std::to_string(kMostNesting) + " deep";
+    nodes.push_back(n);
+    stack.push_back(static_cast<uint32_t>(nodes.size()));
+    return std::nullopt;
+  };
+  // `items` placed into the container on top of the stack (APPEND, SETITEM, BUILD, ...).
+  const auto place = [&](const std::vector<uint32_t>& items) -> std::optional<std::string> {
+    const uint32_t target = stack.empty() ? 0 : stack.back();
+    for (const uint32_t item : items) {
+      if (target) {
+        Node& t = nodes[target - 1];
+        if (t.sealed || item == target)
+          return std::string("a container changed after it was placed in another (how a pickle makes a cycle)");
+        t.depth = std::max(t.depth, depth(item) + 1);
+        if (t.depth > kMostNesting) return "values nested more than " + std::to_string(kMostNesting) + " deep";
+      }
+      if (item) nodes[item - 1].sealed = true;
+    }
+    return std::nullopt;
+  };
+  size_t i = 0;
+  Instruction in;
+  while (i < p.size() && !decode(p, i, in)) {
+    std::optional<std::string> problem;
+    switch (in.op) {
+      case '.': return std::nullopt;
+      case '(': marks.push_back(stack.size()); break;
+      case 'p': memo[std::strtoull(std::string(in.arg).c_str(), nullptr, 10)] = stack.back(); break;  // PUT
+      case 'q':                                                                                      // BINPUT
+      case 'r': memo[little_endian(in.arg)] = stack.back(); break;                                   // LONG_BINPUT
+      case 0x94: memo[memo.size()] = stack.back(); break;                                            // MEMOIZE
+      case 'g': {                                                                                    // GET
+        const auto it = memo.find(std::strtoull(std::string(in.arg).c_str(), nullptr, 10));
+        stack.push_back(it == memo.end() ? 0 : it->second);
+        break;
+      }
+      case 'h':    // BINGET
+      case 'j': {  // LONG_BINGET
+        const auto it = memo.find(little_endian(in.arg));
+        stack.push_back(it == memo.end() ? 0 : it->second);
+        break;
+      }
+      case '2': stack.push_back(stack.back()); break;  // DUP
+      case 'a':                                        // APPEND
+      case 'b':                                        // BUILD
+        problem = place(take(1));
+        break;
+      case 's': problem = place(take(2)); break;  // SETITEM
+      case 'e':                                   // APPENDS
+      case 'u':                                   // SETITEMS
+      case 0x90:                                  // ADDITEMS
+        problem = place(take_to_mark());
+        break;
+      case ']':   // EMPTY_LIST
+      case '}':   // EMPTY_DICT
+      case ')':   // EMPTY_TUPLE
+      case 0x8f:  // EMPTY_SET
+        problem = make({}, false);
+        break;
+      case 'R':  // REDUCE: what it returns may be an argument (restore_type_tag returns its list)
+      case 'Q':  // BINPERSID
+        problem = make(take(in.op == 'R' ? 2 : 1), true);
+        break;
+      default: {
+        const StackEffect e = stack_effect(in.op);
+        std::vector<uint32_t> items = e.to_mark ? take_to_mark() : std::vector<uint32_t>{};
+        const auto popped = take(static_cast<size_t>(e.pops));
+        items.insert(items.end(), popped.begin(), popped.end());
+        if (e.pushes == 0) break;  // POP, POP_MARK, PROTO, FRAME, ...
+        if (items.empty()) stack.push_back(0);  // a number, a text, None, GLOBAL
+        else problem = make(items, false);      // TUPLE, LIST, DICT, NEWOBJ, STACK_GLOBAL, ...
+      }
+    }
+    if (problem) return at(*problem, in.offset);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> pickle_structure_problem(std::string_view p) {
@@ -201,7 +322,7 @@ std::optional<std::string> pickle_structure_problem(std::string_view p) {
     frames.back() += static_cast<size_t>(e.pushes);
     if (op == '.') {
       if (frames.size() != 1 || frames.back() != 0) return at("values left on the stack at STOP", start);
-      return std::nullopt;
+      return nesting_problem(p);
     }
   }
   return "no STOP instruction (cut short)";
@@ -218,16 +339,13 @@ struct Symbol {
   std::string_view text;  // text; storage: its key
   uint8_t item_size = 0;  // storage, and the global naming a storage class: bytes per element
   uint8_t depth = 0;      // tuple: 1 + its deepest kept item's
-  enum class Global : uint8_t { other, rebuild_tensor, storage_class } global = Global::other;
+  enum class Global : uint8_t { other, rebuild_tensor, storage_class, type_tag } global = Global::other;
   std::shared_ptr<const std::vector<Symbol>> items;  // tuple
 };
 
 // Tuples are kept to the depth a tensor's arguments need, (storage, offset, (sizes), (strides), ...), so that no
 // chain of them is deep enough to overflow the stack when it is destroyed.
 constexpr uint8_t kKeptDepth = 2;
-// More values than a checkpoint's pickle makes (ResNet-152's with its optimizer state, about 50,000), so that a
-// hostile one cannot make the walk hold gigabytes of them.
-constexpr size_t kMostSymbols = size_t{1} << 22;
 constexpr size_t kMostTensorDims = 64;
 
 // The element size of LibTorch's storage classes, by name (`torch.FloatStorage` and its kin); 0 for any other.
@@ -248,12 +366,17 @@ uint8_t storage_item_size(std::string_view name) {
 std::optional<Symbol> named_class(std::string_view module, std::string_view name) {
   Symbol s;
   s.kind = Symbol::Kind::global;
-  if (module == "__torch__" || starts_with(module, "__torch__.")) return s;
-  if (module == "collections" && name == "OrderedDict") return s;
-  if (module == "torch.jit._pickle" &&
-      (name == "build_intlist" || name == "build_tensorlist" || name == "build_doublelist" ||
-       name == "build_boollist" || name == "restore_type_tag"))
+  // __torch__.torch.classes.* are LibTorch's custom C++ classes, each with a __setstate__ of its own.
+  if (module == "__torch__" || (starts_with(module, "__torch__.") && !starts_with(module, "__torch__.torch.")))
     return s;
+  if (module == "collections" && name == "OrderedDict") return s;
+  if (module == "torch.jit._pickle" && (name == "build_intlist" || name == "build_tensorlist" ||
+                                        name == "build_doublelist" || name == "build_boollist"))
+    return s;
+  if (module == "torch.jit._pickle" && name == "restore_type_tag") {
+    s.global = Symbol::Global::type_tag;
+    return s;
+  }
   if (module == "torch._utils" && name == "_rebuild_tensor_v2") {
     s.global = Symbol::Global::rebuild_tensor;
     return s;
@@ -362,6 +485,8 @@ class TensorWalk {
         auto call = take(2);
         if (call[0].kind == Symbol::Kind::global && call[0].global == Symbol::Global::rebuild_tensor)
           if (auto problem = tensor(call[1])) return problem;
+        if (call[0].kind == Symbol::Kind::global && call[0].global == Symbol::Global::type_tag)
+          if (auto problem = type_tag(call[1])) return problem;
         return push(Symbol{});
       }
       case 'q':  // BINPUT
@@ -427,6 +552,19 @@ class TensorWalk {
                            static_cast<uint64_t>(storage.integer)))
       return "a tensor reaching past the end of storage " + shown(storage.text) + " (" +
              std::to_string(storage.integer) + " elements)";
+    if (view_outnumbers_storage(*sizes, static_cast<uint64_t>(storage.integer)))
+      return "a tensor holding more elements than storage " + shown(storage.text) + " (a broadcast view)";
+    return std::nullopt;
+  }
+
+  // restore_type_tag(value, "Dict[str, Tensor]"): LibTorch parses the text as a type; only the types an archive's
+  // attributes have reach its parser.
+  std::optional<std::string> type_tag(const Symbol& args) {
+    const auto* a = args.kind == Symbol::Kind::tuple ? args.items.get() : nullptr;
+    if (!a || a->size() != 2 || (*a)[1].kind != Symbol::Kind::text || !is_archive_type((*a)[1].text))
+      return "a type tag that is not an attribute's type" +
+             (a && a->size() == 2 && (*a)[1].kind == Symbol::Kind::text ? " (" + shown((*a)[1].text) + ")"
+                                                                         : std::string());
     return std::nullopt;
   }
 
@@ -480,6 +618,33 @@ class TensorWalk {
 };
 
 }  // namespace
+
+bool is_archive_type(std::string_view s, int depth) {
+  if (s == "Tensor" || s == "str" || s == "float" || s == "int" || s == "bool") return true;
+  for (const std::string_view outer : {"Tuple[", "List[", "Optional[", "Dict["}) {
+    if (!starts_with(s, outer) || !ends_with(s, "]") || depth >= 4) continue;
+    const std::string_view inner = s.substr(outer.size(), s.size() - outer.size() - 1);
+    size_t items = 0, from = 0;
+    int level = 0;
+    for (size_t i = 0; i <= inner.size(); ++i) {
+      if (i < inner.size() && inner[i] == '[') ++level;
+      if (i < inner.size() && inner[i] == ']' && --level < 0) return false;
+      if (i == inner.size() || (level == 0 && inner.compare(i, 2, ", ") == 0)) {
+        if (!is_archive_type(inner.substr(from, i - from), depth + 1)) return false;
+        ++items;
+        from = i + 2;
+      }
+    }
+    return level == 0 && (outer == "Tuple[" || items == (outer == "Dict[" ? 2u : 1u));
+  }
+  if (!starts_with(s, "__torch__") || starts_with(s, "__torch__.torch.")) return false;
+  for (size_t at = 0;;) {
+    const size_t dot = s.find('.', at);
+    if (!is_identifier(s.substr(at, dot - at))) return false;
+    if (dot == std::string_view::npos) return true;
+    at = dot + 1;
+  }
+}
 
 std::optional<std::string> pickle_tensor_problem(std::string_view pickle, const StorageRecordSize& record_size) {
   if (auto problem = pickle_structure_problem(pickle)) return problem;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "trainer/config/json_text.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/checked_math.hpp"
 #include "trainer/util/error.hpp"
@@ -151,7 +152,7 @@ TensorFile read_safetensors(const fs::path& path) {
   };
   json header;
   try {
-    header = json::parse(text, on_key);
+    header = parse_json(text, on_key);
   } catch (const json::exception& e) {  // a parse error, or a number out of range (1e999)
     throw WeightsError(where + ": header is not valid JSON (" + std::string(e.what()) + ")");
   }

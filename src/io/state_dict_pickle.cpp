@@ -371,6 +371,9 @@ class Unpickler {
         if (offset < 0 ||
             !strided_view_fits(size, stride, static_cast<uint64_t>(offset), static_cast<uint64_t>(storage.numel())))
           throw WeightsError(file_ + ": a tensor reaches past the end of its storage (damaged file)");
+        if (view_outnumbers_storage(size, static_cast<uint64_t>(storage.numel())))
+          throw WeightsError(file_ + ": a tensor holds more elements than its storage (a broadcast view, which no "
+                                     "state dict saves; save tensor.contiguous() or .clone())");
         auto v = make(PickleValue::Kind::tensor);
         v->tensor = storage.as_strided(size, stride, offset);
         return v;

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <unordered_set>
+
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 
@@ -64,7 +67,8 @@ bool read_zip64_fields(std::string_view extra, uint64_t& inflated, uint64_t& sto
   return false;
 }
 
-// The directory walked once for both questions: the damage, and (when `records` is given) each stored record's bytes.
+// The directory walked for one of two questions: the damage (CRCs included), or (when `records` is given) each
+// record's bytes, its structure checked alike.
 std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector<ZipRecord>* records) {
   const std::string_view b(data, size);
   std::vector<ZipDamage> damaged;
@@ -83,6 +87,10 @@ std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector
   const auto directory = find_directory(b, end, problem);
   if (!directory) return structure(problem);
   size_t at = directory->offset;
+  // LibTorch's reader finds a record by its name with A-Z lowered (miniz's locate_file without its case-sensitive
+  // flag), so `data.PKL` is the record it reads as `data.pkl`, and of two names that fold alike it reads whichever
+  // its sorted directory gives first: our checks could walk one and LibTorch read the other.
+  std::unordered_set<std::string> folded_names;
   for (uint64_t n = 0; n < directory->count; ++n) {
     if (at + 46 > b.size() || le(b, at, 4) != 0x02014b50) return structure("damaged zip directory");
     const uint64_t crc = le(b, at + 16, 4), method = le(b, at + 10, 2);
@@ -94,6 +102,8 @@ std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector
         !read_zip64_fields(b.substr(at + 46 + name_length, extra), inflated, stored, local))
       return structure("record " + name + " has a damaged zip64 field");
     at += 46 + name_length + extra + comment;
+    if (!folded_names.insert(ascii_lower(name)).second)
+      return structure("record " + name + " is named twice (names compare without regard to case)");
     // The reader allocates a record's declared size before it reads a byte: a stored record's must be its size,
     // and a deflated one's no more than deflate's largest ratio (1032:1) allows, so that a few bytes of directory
     // cannot ask for gigabytes.
@@ -112,7 +122,8 @@ std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector
     if (records)
       records->push_back({name, method == 8, std::string_view(b.data() + begin, static_cast<size_t>(stored)),
                           static_cast<size_t>(inflated)});
-    if (method != 0) continue;  // a deflated record's CRC is of its inflated bytes: left to the reader
+    // Listing the records checks no CRC (damaged_records does): a peek at one record must not read every byte.
+    if (records || method != 0) continue;  // a deflated record's CRC is of its inflated bytes: left to the reader
     const auto actual = static_cast<uint32_t>(
         ::crc32_z(0L, reinterpret_cast<const Bytef*>(b.data() + begin), static_cast<size_t>(stored)));
     if (actual != crc) damaged.push_back({name, "record " + name + " does not match its CRC-32"});

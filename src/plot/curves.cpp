@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "trainer/config/json_text.hpp"
 #include "trainer/plot/chart.hpp"
 #include "trainer/util/error.hpp"
 
@@ -48,7 +49,7 @@ std::vector<MetricsRow> read_metrics_jsonl(const fs::path& file) {
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty()) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const auto j = parse_json(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j.contains("step"))
       throw Error(file.string() + ":" + std::to_string(n) + ": not a metrics row", 1);
     MetricsRow r(j["kind"].get<std::string>(), j.value("epoch", int64_t{0}), j["step"].get<int64_t>());

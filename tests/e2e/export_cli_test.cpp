@@ -81,7 +81,7 @@ TEST_F(ExportCli, EachFormatRunsAndPredictsAsTheCheckpoint) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("checked: runs: its logits match the checkpoint's"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("metadata: "), std::string::npos) << r.output;
-    const json got = predictions("--model " + (*dir_ / name).string());
+    const json got = predictions("--model " + (*dir_ / name).string() + (f.runs_code ? " --trust-model" : ""));
     ASSERT_EQ(got.size(), reference.size()) << name;
     for (size_t i = 0; i < got.size(); ++i)
       for (size_t k = 0; k < 5; ++k) {
@@ -99,7 +99,8 @@ TEST_F(ExportCli, EachFormatRunsAndPredictsAsTheCheckpoint) {
   EXPECT_NE(weights.output.find("weights only"), std::string::npos) << weights.output;
   // bench predict times the same files: as many timed passes as asked, at the batch asked.
   const auto bench =
-      trainer_cli("bench predict --model " + (*dir_ / "m.pt").string() + " --batch 3 --warmup 1 --runs 4 --json");
+      trainer_cli("bench predict --model " + (*dir_ / "m.pt").string() +
+                  " --trust-model --batch 3 --warmup 1 --runs 4 --json");
   ASSERT_EQ(bench.exit_code, 0) << bench.output;
   const json timing = json::parse(bench.output.substr(bench.output.find('{')));
   EXPECT_EQ(timing["ms"].size(), 4u);
@@ -230,7 +231,12 @@ TEST_F(ExportCli, MistakesAreOneLineErrorsAndLeaveNoFile) {
       {"export" + ck + out + " --batch 0", "--batch: expected dynamic or a batch size > 0, got \"0\""},
       {"export" + ck + " -o " + (d / "o.ts.pt").string() + " --opset 13", "apply to --format onnx, not torchscript"},
       {"predict --model " + (d / "broken.onnx").string() + " " + images(), "broken.onnx: not an ONNX model"},
-      {"predict --model " + (d / "broken.ts.pt").string() + " " + images(), "broken.ts.pt: not a TorchScript archive"},
+      {"predict --trust-model --model " + (d / "broken.ts.pt").string() + " " + images(),
+       "broken.ts.pt: not a TorchScript archive"},
+      // A TorchScript file is a program: refused before a byte of it is read, unless trusted.
+      {"predict --model " + (d / "broken.ts.pt").string() + " " + images(),
+       "broken.ts.pt: a torchscript file is a program, and LibTorch runs its code as it loads; give --trust-model"},
+      {"bench predict --model " + (d / "broken.ts.pt").string(), "give --trust-model"},
       {"predict --model " + (d / "w.safetensors").string() + " " + images(), "holds weights only"},
       {"predict --model " + (d / "broken.onnx").string() + ck + " " + images(), "either --checkpoint FILE or --model"},
   };

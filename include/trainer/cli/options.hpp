@@ -20,8 +20,14 @@ void add_config_options(CLI::App& cmd, std::string& config, std::vector<std::str
 // --checkpoint FILE, required.
 void add_checkpoint_option(CLI::App& cmd, std::string& checkpoint);
 
-// --checkpoint FILE or --model FILE (an exported ONNX or TorchScript file): what predict and bench predict run.
-void add_model_source_options(CLI::App& cmd, std::string& checkpoint, std::string& model);
+// --checkpoint FILE or --model FILE (an exported ONNX or TorchScript file), and --trust-model, which a TorchScript
+// file needs: what predict and bench predict run.
+struct ModelSource {
+  std::string checkpoint;
+  std::string model;
+  bool trust_model = false;
+};
+void add_model_source_options(CLI::App& cmd, ModelSource& source);
 
 // -o/--output-dir DIR.
 void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::string& help);

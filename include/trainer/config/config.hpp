@@ -13,6 +13,13 @@
 
 namespace trainer {
 
+// Bounds past any real run, so that a config from a file (a checkpoint's, an export's metadata) cannot ask for a
+// 60000 x 60000 input or 100,000 threads. The largest published eval sizes are 518-800 pixels (SWAG, FixRes);
+// ImageNet-21k has 21,841 classes.
+inline constexpr double kMostImageSide = 4096;
+inline constexpr double kMostClasses = 1000000;
+inline constexpr double kMostThreads = 1024;
+
 // The data-parallel transport: auto = NCCL when the run is on CUDA (and the build has it), else Gloo.
 enum class DistBackend { automatic, gloo, nccl };
 inline const EnumTable<DistBackend>& dist_backends() {
@@ -54,7 +61,7 @@ struct RunConfig {
              "requeued or restarted job needs: the same command line continues)");
     v.field("seed", seed, "seed for initialisation, data order and augmentation", Range::at_least(0));
     v.field("device", device, "auto, cpu, cuda or cuda:N");
-    v.field("threads", threads, "intra-op CPU threads; 0 uses all cores", Range::at_least(0));
+    v.field("threads", threads, "intra-op CPU threads; 0 uses all cores", Range::between(0, kMostThreads));
     v.field("tensorboard", tensorboard, "write TensorBoard event files under the run folder's tb/");
     v.field("plot", plot, "redraw curves.png in the run folder after every epoch");
     v.field("cudnn_benchmark", cudnn_benchmark,
@@ -217,11 +224,11 @@ struct AugmentConfig {
   template <class V>
   void visit(V& v) {
     v.field("image_size", image_size, "output height and width of training images (and eval images unless eval_crop)",
-            Range::at_least(8));
+            Range::between(8, kMostImageSide));
     v.field("eval_crop", eval_crop, "eval: center crop size (0: image_size); larger than image_size for FixRes",
-            Range::at_least(0));
+            Range::between(0, kMostImageSide));
     v.field("eval_resize", eval_resize, "eval: shorter side before the center crop (0: eval_crop / 0.875)",
-            Range::at_least(0));
+            Range::between(0, kMostImageSide));
     v.field("scale", scale, "train: [min, max] crop area as a fraction of the image");
     v.field("ratio", ratio, "train: [min, max] crop aspect ratio (width / height), sampled log-uniformly");
     v.field("hflip", hflip, "train: probability of a horizontal flip", Range::between(0, 1));
@@ -256,8 +263,8 @@ struct SyntheticConfig {
   void visit(V& v) {
     v.field("train_size", train_size, "images in the train split", Range::at_least(1));
     v.field("eval_size", eval_size, "images in the eval split", Range::at_least(1));
-    v.field("height", height, "image height in pixels", Range::at_least(1));
-    v.field("width", width, "image width in pixels", Range::at_least(1));
+    v.field("height", height, "image height in pixels", Range::between(1, kMostImageSide));
+    v.field("width", width, "image width in pixels", Range::between(1, kMostImageSide));
     v.field("channels", channels, "1 (grey) or 3 (RGB)", Range::between(1, 3));
   }
 };
@@ -381,11 +388,11 @@ struct ModelConfig {
   template <class V>
   void visit(V& v) {
     v.field("arch", arch, "model architecture");
-    v.field("in_channels", in_channels, "input image channels", Range::at_least(1));
+    v.field("in_channels", in_channels, "input image channels", Range::between(1, 4));
     v.field("num_classes", num_classes,
             "number of classes; 0 (the default) takes the training set's: its class folders, or the largest MNIST "
             "label + 1. The resolved number is written to config.resolved.json and checkpoints",
-            Range::at_least(0));
+            Range::between(0, kMostClasses));
     v.choice("stem", stem, stem_kinds(), "ResNet stem: imagenet (7x7/2 conv + max-pool) or small (3x3/1 conv)");
     v.field("dropout", dropout, "dropout probability before the classifier layers", Range::between(0, 0.99));
     v.field("zero_init_residual", zero_init_residual,

@@ -47,6 +47,7 @@ struct ExportFormat {
   bool needs_graph = false;             // writes the forward pass, not only the weights
   bool takes_opset_and_batch = false;   // --opset and --batch apply (ONNX)
   bool available = true;                // false: this build lacks what the format needs (serialize/open say what)
+  bool runs_code = false;               // its files are programs that run as they are opened: predict asks for trust
   std::function<std::string(const ExportRequest&)> serialize;
   // Opens bytes this format wrote (`source` names them in errors); empty for a format that holds weights only.
   std::function<DeployedModel(const std::string& bytes, const std::string& source)> open;

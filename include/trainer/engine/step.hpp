@@ -47,10 +47,18 @@ struct MicroResult {
                          // waits for the device, so callers accumulate instead
 };
 
-// `loss_weight` multiplies the loss before backward: a data-parallel rank whose share of the global batch is not
-// the average one weighs its mean loss so that the averaged gradient is the global batch's.
+// `loss_weight` multiplies the loss before backward (micro_batch_weight): a micro-batch holding more or fewer
+// images than the step's average one weighs its mean loss so that the step's gradient is the mean over its images.
+// Then the loss is divided by accumulate_steps.
 MicroResult forward_backward(Classifier& model, const MixedBatch& batch, const StepOptions& options,
                              const LossScaler& scaler, double loss_weight = 1.0);
+
+// The loss weight of a micro-batch of `images` (this process's share) in an optimizer step that holds
+// `step_images` over all its micro-batches and `world` processes: images * world * accumulate_steps / step_images,
+// so that with forward_backward's division by accumulate_steps and the ranks' average the step's gradient is the
+// mean over the images it holds. Exactly 1 in every full step. An epoch's last step may hold one smaller
+// micro-batch, or fewer micro-batches: its 16 images weigh 16/16, not 16/(2 x 16).
+double micro_batch_weight(int64_t images, int64_t step_images, int64_t world, int64_t accumulate_steps);
 
 struct UpdateResult {
   bool skipped = false;     // the loss scaler found inf/NaN gradients: no update was made

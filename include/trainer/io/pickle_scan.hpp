@@ -19,14 +19,22 @@
 
 namespace trainer {
 
-// Nullopt when the walk reaches STOP with every argument in bounds; else what is wrong, with its offset.
+// Nullopt when the walk reaches STOP with every argument in bounds, the stack used as Python's unpickler would and
+// the values it builds nested no deeper than 256 and holding no cycle; else what is wrong, with its offset.
 std::optional<std::string> pickle_structure_problem(std::string_view pickle);
 
 // The size in bytes of the record holding storage `key` (for data.pkl, the record data/KEY); nullopt when the
 // archive has no such record.
 using StorageRecordSize = std::function<std::optional<uint64_t>(std::string_view key)>;
 
-// Nullopt when the structure walk passes and every storage and tensor fits; else what is wrong, with its offset.
+// Nullopt when the structure walk passes, every class named is one a LibTorch archive names (not LibTorch's
+// custom C++ classes, __torch__.torch.classes.*), every type tag an attribute's type (is_archive_type) and every
+// storage and tensor fits; else what is wrong, with its offset.
 std::optional<std::string> pickle_tensor_problem(std::string_view pickle, const StorageRecordSize& record_size);
+
+// Whether `type` is an attribute's type as a LibTorch archive writes it, in its code (`weight : Tensor`) and its
+// type tags: Tensor, str, float, int, bool; Tuple, List, Optional or Dict of those, at most 4 deep; or an archive
+// class (__torch__.___torch_mangle_3.Module), never one of LibTorch's custom C++ classes (__torch__.torch.*).
+bool is_archive_type(std::string_view type, int depth = 0);
 
 }  // namespace trainer

@@ -24,7 +24,7 @@ struct ZipDamage {
   std::string what;  // as first_damaged_record says it
 };
 // Every record that fails its CRC-32, in the directory's order; or the one structural fault that stops the walk
-// (no directory, a damaged header, a record cut short or declaring more than it stores).
+// (no directory, a damaged header, a record cut short or declaring more than it stores, a name given twice).
 std::vector<ZipDamage> damaged_records(const char* data, size_t size);
 
 // A record and its bytes as they lie inside the archive: stored as they are, or deflated (LibTorch compresses the
@@ -35,7 +35,9 @@ struct ZipRecord {
   std::string_view bytes;
   size_t inflated_size = 0;  // as the directory declares it
 };
-// Every stored or deflated record whose bytes lie inside the archive, as far as the directory can be walked.
+// Every stored or deflated record whose bytes lie inside the archive, as far as the directory can be walked (no
+// CRC is checked: damaged_records does that). Names are as stored; LibTorch's reader matches them without regard to
+// case, and a directory naming one record twice so (or exactly) is a structural fault that ends the walk.
 std::vector<ZipRecord> zip_records(const char* data, size_t size);
 // A record's contents, inflated when deflated; nullopt when it declares more than `most` bytes or does not inflate
 // to exactly its declared size.

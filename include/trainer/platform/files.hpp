@@ -57,4 +57,28 @@ std::error_code remove_file(const std::filesystem::path& path);
 // blocks the training run that replaces it.
 std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t>& bytes);
 
+// A whole file mapped read-only into memory: its bytes are read from the disk as they are touched and count as
+// the page cache's, not this process's heap, so a checkpoint of any size can be checked and then loaded without
+// being held twice. POSIX: mmap(PROT_READ, MAP_PRIVATE); a file replaced by rename (as every writer here
+// replaces files) keeps its old bytes in the mapping, while one truncated in place by another program would fault.
+// Windows: CreateFileMappingW(PAGE_READONLY) over a handle that shares read, write and delete; while mapped, a
+// replace of the file may be refused, which replace_file waits out. An empty file maps to no bytes.
+//   MappedFile file;
+//   if (auto ec = file.open(path)) fail(ec);  ... use(file.data(), file.size());
+class MappedFile {
+ public:
+  MappedFile() = default;
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::error_code open(const std::filesystem::path& path);
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 }  // namespace trainer

@@ -26,7 +26,7 @@ inline bool add_overflows(uint64_t a, uint64_t b, uint64_t& out) {
 
 // Whether every element of a strided view (sizes and strides >= 0, as many of each) lies inside a storage of
 // `numel` elements, in checked arithmetic: a hostile file's sizes must not wrap the products around and pass (nor
-// the view's element count, which with zero strides may exceed the storage's).
+// the view's element count, which with zero strides may exceed the storage's: view_outnumbers_storage).
 inline bool strided_view_fits(const std::vector<int64_t>& size, const std::vector<int64_t>& stride, uint64_t offset,
                               uint64_t numel) {
   uint64_t count = 1, last = offset, reach = 0;
@@ -40,6 +40,16 @@ inline bool strided_view_fits(const std::vector<int64_t>& size, const std::vecto
       return false;
   }
   return last < numel;
+}
+
+// Whether a view of `size` holds more elements than its storage of `numel`: a broadcast view (zero strides; a
+// 1 KB file whose 50000 x 50000 view of one float becomes 10 GB when made contiguous). No state dict or
+// checkpoint saves one. Run after strided_view_fits, whose products did not overflow.
+inline bool view_outnumbers_storage(const std::vector<int64_t>& size, uint64_t numel) {
+  uint64_t count = 1;
+  for (const int64_t s : size)
+    if (s == 0 || multiply_overflows(count, static_cast<uint64_t>(s), count)) return s != 0;
+  return count > numel;
 }
 
 }  // namespace trainer

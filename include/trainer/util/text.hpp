@@ -29,6 +29,10 @@ inline bool ends_with(std::string_view text, std::string_view part) {
 // attribute names.
 bool is_identifier(std::string_view text);
 
+// `text` with A-Z lowered and every other byte kept: how miniz (LibTorch's zip reader) compares record names, and
+// how file extensions compare. Not locale-dependent, unlike std::tolower.
+std::string ascii_lower(std::string_view text);
+
 // The text up to its first newline: the one-line form of an exception message (LibTorch's carry a backtrace).
 std::string first_line(const std::string& text);
 

@@ -8,17 +8,13 @@
 #include <unordered_set>
 
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // Names of the regular files (or of the folders) directly in `dir`, sorted by bytes. directory_entry's type
 // comes from readdir, so this costs no stat per file on Linux file systems.
@@ -52,7 +48,7 @@ bool has_image_extension(const std::string& name) {
   static const std::unordered_set<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp",  ".ppm",
                                                           ".pgm", ".pbm",  ".tif", ".tiff", ".webp"};
   const auto dot = name.rfind('.');
-  return dot != std::string::npos && extensions.count(lower(name.substr(dot))) > 0;
+  return dot != std::string::npos && extensions.count(ascii_lower(name.substr(dot))) > 0;
 }
 
 std::vector<std::string> list_class_folders(const fs::path& split_dir) {

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,6 +101,32 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
     }
   });
   ::close(fd);
+  return ec;
+}
+
+MappedFile::~MappedFile() {
+  if (size_ > 0) ::munmap(const_cast<char*>(data_), size_);
+}
+
+std::error_code MappedFile::open(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return last_error();
+  struct stat info {};
+  std::error_code ec;
+  if (::fstat(fd, &info) != 0) {
+    ec = last_error();
+  } else if (!S_ISREG(info.st_mode)) {
+    ec = std::make_error_code(std::errc::invalid_argument);
+  } else if (info.st_size > 0) {
+    void* at = ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (at == MAP_FAILED) {
+      ec = last_error();
+    } else {
+      data_ = static_cast<const char*>(at);
+      size_ = static_cast<size_t>(info.st_size);
+    }
+  }
+  ::close(fd);  // the mapping stays valid without the descriptor
   return ec;
 }
 

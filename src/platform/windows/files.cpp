@@ -126,4 +126,36 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
   return ec;
 }
 
+MappedFile::~MappedFile() {
+  if (data_) UnmapViewOfFile(data_);
+}
+
+std::error_code MappedFile::open(const std::filesystem::path& path) {
+  const HANDLE h = CreateFileW(windows::long_path(path).c_str(), GENERIC_READ,
+                               FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                               FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return windows::last_error();
+  std::error_code ec;
+  LARGE_INTEGER size{};
+  if (!GetFileSizeEx(h, &size)) {
+    ec = windows::last_error();
+  } else if (size.QuadPart > 0) {
+    // The view keeps the mapping object alive; both handles can be closed once it exists.
+    const HANDLE mapping = CreateFileMappingW(h, nullptr, PAGE_READONLY, 0, 0, nullptr);
+    if (!mapping) {
+      ec = windows::last_error();
+    } else {
+      const void* at = MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0);
+      if (!at) ec = windows::last_error();
+      else {
+        data_ = static_cast<const char*>(at);
+        size_ = static_cast<size_t>(size.QuadPart);
+      }
+      CloseHandle(mapping);
+    }
+  }
+  CloseHandle(h);
+  return ec;
+}
+
 }  // namespace trainer
