@@ -14,6 +14,12 @@ namespace trainer {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+void check_run_name(const std::string& name) {
+  // The run folder is output_dir/name: a name that is a path would put it (and its checkpoints) elsewhere.
+  if (name == "." || name == ".." || name.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
+    throw ConfigError("run.name: expected a folder name (no /, \\ or ..), got \"" + first_line(name) + "\"");
+}
+
 namespace {
 
 void merge_into(json& base, const json& overlay) {
@@ -91,6 +97,7 @@ void check_pixel_augments(const AugmentConfig& a, int64_t channels) {
 }
 
 void validate(const Config& c) {
+  check_run_name(c.run.name);
   if (c.model.num_classes == 1)
     throw ConfigError("model.num_classes: expected 0 (the training set's count) or at least 2, got 1");
   if (!c.data.class_names.empty() && c.model.num_classes > 0 &&

@@ -48,6 +48,11 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
   // A config that leaves model.num_classes to the data means the count the run resolved and saved.
   if (result.config.model.num_classes == 0)
     result.config.model.num_classes = saved.value("model", json::object()).value("num_classes", int64_t{0});
+  // What came from the saved config without resolve_config's checks, checked as it would check them.
+  check_run_name(result.config.run.name);
+  if (result.config.model.num_classes < 0 || result.config.model.num_classes > kMostClasses)
+    throw ConfigError(checkpoint.path().string() + ": its config's model.num_classes (" +
+                      std::to_string(result.config.model.num_classes) + ") is not from 0 to 1000000");
   // Likewise a config that holds out the same share of the same folder with the same seed, but names no files,
   // means the validation images the run recorded (photos added since then must not change the split).
   const json saved_data = saved.value("data", json::object());

@@ -113,6 +113,23 @@ TEST(Checkpoint, PeekReadsTheStepFromTheMetadataAlone) {
   testing::write_text(dir / "cut.pt", bytes.substr(0, bytes.size() / 2));
   EXPECT_EQ(peek_checkpoint_step(dir / "cut.pt"), std::nullopt);
   EXPECT_EQ(peek_checkpoint_step(dir / "missing.pt"), std::nullopt);
+  // data.pkl's directory entry declaring 4 GiB - 2 (the fuzz lane's 1,251-byte input did the same): LibTorch's
+  // reader would allocate that before reading; the peek reads no record whose size is not its stored size.
+  std::string huge = bytes;
+  const std::string name = "archive/data.pkl";
+  size_t entry = huge.find("PK\x01\x02"s);
+  while (entry != std::string::npos && huge.compare(entry + 46, name.size(), name) != 0)
+    entry = huge.find("PK\x01\x02"s, entry + 4);
+  ASSERT_NE(entry, std::string::npos);
+  huge.replace(entry + 24, 4, "\xfe\xff\xff\xff"s);
+  testing::write_text(dir / "huge.pt", huge);
+  EXPECT_EQ(peek_checkpoint_step(dir / "huge.pt"), std::nullopt);
+  // data.pkl under a name that folds to it, as LibTorch's reader finds it: still read.
+  std::string upper = bytes;
+  upper.replace(upper.find(name), name.size(), "archive/DATA.pkl");
+  upper.replace(upper.find(name), name.size(), "archive/DATA.pkl");  // the local header, then the directory's
+  testing::write_text(dir / "upper.pt", upper);
+  EXPECT_EQ(peek_checkpoint_step(dir / "upper.pt"), std::optional<int64_t>(1234567));
 }
 
 TEST(Checkpoint, RefusesToWriteANonFiniteModel) {

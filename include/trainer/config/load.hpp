@@ -30,4 +30,7 @@ Config load_config(const std::filesystem::path& file, const std::vector<std::str
 
 nlohmann::json config_to_json(const Config& config);
 
+// A ConfigError unless `name` is one folder name (run.name: the run folder is output_dir/name), not a path.
+void check_run_name(const std::string& name);
+
 }  // namespace trainer
