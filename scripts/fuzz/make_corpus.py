@@ -114,7 +114,14 @@ jpegs = {"baseline420": encoded(rgb, "JPEG", quality=90),
          "cmyk": encoded(rgb.convert("CMYK"), "JPEG", quality=90)}
 others = {"rgb.png": encoded(rgb, "PNG"), "grey.png": encoded(grey, "PNG"),
           "rgba.png": encoded(rgb.convert("RGBA"), "PNG"), "palette.png": encoded(rgb.convert("P"), "PNG"),
-          "image.bmp": encoded(rgb, "BMP")}
+          "image.bmp": encoded(rgb, "BMP"), "lossy.webp": encoded(rgb, "WEBP", quality=80),
+          "lossless.webp": encoded(rgb, "WEBP", lossless=True), "image.ppm": encoded(rgb, "PPM"),
+          "grey.pgm": encoded(grey, "PPM"), "bits.pbm": encoded(grey.convert("1"), "PPM"),
+          "image.tiff": encoded(rgb, "TIFF"), "deflate.tiff": encoded(rgb, "TIFF", compression="tiff_adobe_deflate"),
+          # Formats imdecode would pick by content that are refused before it sees them:
+          "radiance.hdr": b"#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 2 +X 2\n" + bytes(16),
+          "float.pfm": b"PF\n2 2\n-1.0\n" + bytes(48),
+          "arbitrary.pam": b"P7\nWIDTH 2\nHEIGHT 2\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n" + bytes(12)}
 for name, data in jpegs.items():
     put("image_probe", name + ".jpg", data)
     put("image_decode", name + ".jpg", data)
@@ -126,6 +133,14 @@ for name, data in others.items():
 
 put("labels", "plain", b"a.JPEG 0\nb.JPEG 1\r\n\nc d.JPEG 2\n\0n01440764 tench, Tinca tinca\nn01443537 goldfish\n")
 put("labels", "crlf", b"b.JPEG 2\r\na.JPEG 0\r\n\0n01443537 goldfish, Carassius auratus\r\n")
+
+# Addresses and names on their way to the hub cache (weights_hub.hpp).
+put("download", "published", b"https://weights.example/models/resnet50-11ad3fa6.pth")
+put("download", "query", b"http://127.0.0.1:8000/m/r-1a2b.pth?x=1#y")
+put("download", "file", b"file:///tmp/w-deadbeef.safetensors")
+put("download", "name", b"resnet50-11ad3fa6.pth")
+# The events, metrics and model seeds are a tiny run's own files (tb/events.out.tfevents.*, metrics.jsonl + NUL +
+# metrics.csv) and a 34 KB ONNX graph with an export's metadata: committed as they were written, not made here.
 
 put("glob", "freeze", b"layer4.*.bn?.*\nfc.*\0layer4.0.bn1.weight")
 put("glob", "sets", b"[!a-z]x[a-c]\\*\0" + b"1xb*")

@@ -8,9 +8,12 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
+#include "trainer/util/checked_math.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 #ifdef TRAINER_ONNX
 #include <onnx/checker.h>
@@ -242,10 +245,63 @@ class OpenCvDnnClassifier final : public Classifier {
   std::vector<int> shape_;  // of the last input
 };
 
+// A tensor's bytes as OpenCV's importer will read them: OpenCV 4.6 takes an initializer's dims as written and
+// copies that many elements out of raw_data whatever its length (a 96-byte file read 4 MB past a buffer; fixed
+// upstream later), and would open a file named by external data. So: dims whole numbers whose product fits, a
+// data type of known size, and exactly that many elements stored in the file itself.
+std::optional<std::string> tensor_problem(const onnx::TensorProto& t) {
+  static const std::map<int, uint64_t> kElementBytes{
+      {onnx::TensorProto::FLOAT, 4},  {onnx::TensorProto::UINT8, 1},    {onnx::TensorProto::INT8, 1},
+      {onnx::TensorProto::UINT16, 2}, {onnx::TensorProto::INT16, 2},    {onnx::TensorProto::INT32, 4},
+      {onnx::TensorProto::INT64, 8},  {onnx::TensorProto::BOOL, 1},     {onnx::TensorProto::FLOAT16, 2},
+      {onnx::TensorProto::DOUBLE, 8}, {onnx::TensorProto::UINT32, 4},   {onnx::TensorProto::UINT64, 8},
+      {onnx::TensorProto::BFLOAT16, 2}};
+  const std::string name = "tensor \"" + first_line(t.name()).substr(0, 80) + "\"";
+  if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
+    return name + " keeps its data in another file";
+  const auto element = kElementBytes.find(t.data_type());
+  if (element == kElementBytes.end()) return name + " has data type " + std::to_string(t.data_type());
+  uint64_t count = 1, bytes = 0;
+  for (const int64_t d : t.dims())
+    if (d < 0 || multiply_overflows(count, static_cast<uint64_t>(d), count)) return name + " has a bad shape";
+  if (multiply_overflows(count, element->second, bytes)) return name + " has a bad shape";
+  const uint64_t typed = static_cast<uint64_t>(t.float_data_size()) + static_cast<uint64_t>(t.int32_data_size()) +
+                         static_cast<uint64_t>(t.int64_data_size()) + static_cast<uint64_t>(t.double_data_size()) +
+                         static_cast<uint64_t>(t.uint64_data_size());
+  if (t.has_raw_data() ? t.raw_data().size() != bytes || typed != 0 : typed != count)
+    return name + " stores " +
+           (t.has_raw_data() ? std::to_string(t.raw_data().size()) + " bytes" : std::to_string(typed) + " elements") +
+           " where its shape needs " + std::to_string(t.has_raw_data() ? bytes : count);
+  return std::nullopt;
+}
+
+// Every tensor of the graph: its initializers and the tensors its nodes' attributes hold (Constant), subgraphs
+// (If, Loop) included, at most 8 deep.
+std::optional<std::string> graph_problem(const onnx::GraphProto& g, int depth = 0) {
+  if (depth > 8) return std::string("subgraphs nested more than 8 deep");
+  for (const auto& t : g.initializer())
+    if (auto problem = tensor_problem(t)) return problem;
+  if (g.sparse_initializer_size() > 0) return std::string("a sparse initializer, which no export holds");
+  for (const auto& node : g.node())
+    for (const auto& a : node.attribute()) {
+      if (a.has_t())
+        if (auto problem = tensor_problem(a.t())) return problem;
+      for (const auto& t : a.tensors())
+        if (auto problem = tensor_problem(t)) return problem;
+      if (a.has_g())
+        if (auto problem = graph_problem(a.g(), depth + 1)) return problem;
+      for (const auto& sub : a.graphs())
+        if (auto problem = graph_problem(sub, depth + 1)) return problem;
+    }
+  return std::nullopt;
+}
+
 DeployedModel onnx_open(const std::string& bytes, const std::string& source) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes) || model.graph().node_size() == 0)
     throw ExportError(source + ": not an ONNX model (the file does not parse as one)");
+  if (const auto problem = graph_problem(model.graph()))
+    throw ExportError(source + ": not an ONNX model trainer export writes, or damaged (" + *problem + ")");
   DeployedModel m;
   for (const auto& p : model.metadata_props()) m.metadata[p.key()] = p.value();
   m.model = std::make_shared<OpenCvDnnClassifier>(std::make_shared<const std::string>(bytes), source,

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "trainer/config/config.hpp"
 #include "trainer/config/json_text.hpp"
 #include "trainer/io/archive_check.hpp"
 #include "trainer/io/tfrecord.hpp"
@@ -236,6 +237,13 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
                             std::to_string(kCheckpointFormatVersion));
     MetaReader reader{j};
     meta_.visit(reader);
+    // The input shape a model is built and checked for, bounded as a config's image sizes are.
+    const ImageShape& in = meta_.input;
+    const bool recorded = in.height != 0 || in.width != 0 || in.channels != 0;  // all 0: not recorded
+    if (recorded && (in.height < 1 || in.width < 1 || in.height > kMostImageSide || in.width > kMostImageSide ||
+                     in.channels < 1 || in.channels > 4))
+      throw CheckpointError(path.string() + ": damaged metadata (an input of " + std::to_string(in.width) + "x" +
+                            std::to_string(in.height) + "x" + std::to_string(in.channels) + ")");
     if (!j.contains("best"))  // written before train.best_metric existed: best_top1, -1 before any evaluation
       if (const double old = j.at("best_top1").get<double>(); old >= 0) meta_.best = old;
   } catch (const json::exception& e) {

@@ -69,6 +69,7 @@ struct Transfer {
   int64_t written = 0;  // bytes written by this request
   long status = 0;      // the response's status, read with the first bytes
   bool status_read = false;
+  bool too_large = false;  // the file passed options->max_bytes
   std::error_code write_error;
   const DownloadOptions* options = nullptr;
 };
@@ -81,6 +82,10 @@ size_t on_bytes(char* data, size_t size, size_t count, void* user) {
     t.status_read = true;
     curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &t.status);
     if (http_error(t.status)) return 0;  // an error page, not the file
+  }
+  if (t.offset + t.written + static_cast<int64_t>(size * count) > t.options->max_bytes) {
+    t.too_large = true;
+    return 0;
   }
   if ((t.write_error = t.out.write(data, size * count))) return 0;
   t.written += static_cast<int64_t>(size * count);
@@ -105,6 +110,15 @@ CURLcode request(const std::string& url, Transfer& t) {
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
+  // A redirect never leaves https for http (or for any other protocol libcurl speaks): a file asked for over TLS
+  // arrives over TLS. An http:// address (a local mirror) may go on to https.
+  const bool secure = url.rfind("https://", 0) == 0;
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85: the protocols by name
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, secure ? "https" : "http,https");
+#else
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS, secure ? CURLPROTO_HTTPS : CURLPROTO_HTTP | CURLPROTO_HTTPS);
+#endif
+  curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(t.options->max_bytes - t.offset));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: the run's signal handlers stay its own
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(t.options->connect_timeout_s));
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -153,6 +167,11 @@ void download_file(const std::string& url, const fs::path& destination, const Do
     const std::string keep_note =
         kept > 0 ? " (" + std::to_string(kept) + " bytes kept in " + t.partial.string() + "; run again to continue)"
                  : "";
+    if (t.too_large || result == CURLE_FILESIZE_EXCEEDED) {
+      remove_file(t.partial);
+      throw DownloadError(url + ": the file is larger than " + std::to_string(options.max_bytes) +
+                          " bytes, more than any weights file; nothing was kept");
+    }
     if (t.write_error || closed)
       throw DownloadError("cannot write " + t.partial.string() + ": " +
                           (t.write_error ? t.write_error : closed).message());

@@ -100,7 +100,14 @@ int64_t decode_event_step(const std::string& event) {
       }
       case fixed64: at += 8; break;
       case fixed32: at += 4; break;
-      case bytes: at += varint_at(); break;
+      case bytes: {
+        // A length past the event's end ends the walk: added as written, it could wrap `at` around to the start
+        // and loop for ever (on --resume, which reads the run's events).
+        const uint64_t length = varint_at();
+        if (length > event.size() - at) return 0;
+        at += static_cast<size_t>(length);
+        break;
+      }
       default: return 0;  // groups are not used by Event
     }
   }

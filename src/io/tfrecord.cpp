@@ -68,7 +68,8 @@ std::vector<std::string> read_tfrecords(const std::filesystem::path& file) {
     const uint64_t length = read_le(bytes.data() + at, 8);
     if (masked_crc32c(bytes.data() + at, 8) != read_le(bytes.data() + at + 8, 4))
       throw Error(file.string() + ": bad length CRC at byte " + std::to_string(at), 1);
-    if (bytes.size() - at - 12 < length + 4) break;  // torn last record
+    // A torn last record; a length near 2^64 must not wrap `length + 4` around and pass.
+    if (bytes.size() - at - 12 < 4 || length > bytes.size() - at - 12 - 4) break;
     const char* payload = bytes.data() + at + 12;
     if (masked_crc32c(payload, length) != read_le(payload + length, 4))
       throw Error(file.string() + ": bad data CRC at byte " + std::to_string(at), 1);

@@ -110,6 +110,12 @@ std::vector<ZipDamage> walk_directory(const char* data, size_t size, std::vector
     if (method == 0 && inflated != stored)
       return structure("record " + name + " declares " + std::to_string(inflated) + " bytes but stores " +
                        std::to_string(stored));
+    // LibTorch and PyTorch store tensors as they are and deflate only code and debug records, a few kilobytes
+    // each: a deflated record declaring more than 64 MiB would have the reader allocate up to 1,032 times its
+    // stored bytes for nothing an archive holds.
+    if (method == 8 && inflated > (uint64_t{64} << 20))
+      return structure("record " + name + " declares " + std::to_string(inflated) +
+                       " bytes compressed, more than any archive's compressed records");
     if (method == 8 && inflated / 1032 > stored)
       return structure("record " + name + " declares " + std::to_string(inflated) + " bytes inflated from " +
                        std::to_string(stored) + ", more than deflate can give");

@@ -25,6 +25,7 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
     }
   } cleanup{temp};
   OutputFile out;
+  remove_file(temp);  // one a crashed run of the same process id left; create() takes a new file only
   if (const auto ec = out.create(temp)) throw write_failure(path, ec);
 
   // The sink never fails: after the first failed write it only counts, and the failure is raised once the

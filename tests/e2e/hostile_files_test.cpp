@@ -44,14 +44,23 @@ TEST(HostileFiles, EachGetsOneLineAndExitTwoAndWritesNothing) {
   const auto trained = trainer_cli("--config " + (dir / "c.json").string() + " -o " + (dir / "good").string());
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   const fs::path h = dir / "hostile";
+  std::string onnx;  // an export of the checkpoint, for the ONNX edits, where the build and Python have ONNX
+#ifdef TRAINER_ONNX
+  if (testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import onnx'").exit_code == 0) {
+    const auto exported =
+        trainer_cli("export --checkpoint " + (dir / "good" / "last.pt").string() + " -o " + (dir / "m.onnx").string());
+    ASSERT_EQ(exported.exit_code, 0) << exported.output;
+    onnx = (dir / "m.onnx").string();
+  }
+#endif
   const auto crafted = testing::run_command(std::string(TRAINER_PYTHON) + " " + TRAINER_SOURCE_DIR +
                                             "/tests/interop/hostile_files.py " + (dir / "good" / "last.pt").string() +
-                                            " " + h.string());
+                                            " " + h.string() + " " + onnx);
   ASSERT_EQ(crafted.exit_code, 0) << crafted.output;
 
   const std::string train = "--config " + (dir / "c.json").string() + " -o " + (dir / "runs").string() + " ";
   const auto eval = [&](const char* file) { return "eval --checkpoint " + (h / file).string(); };
-  const std::vector<std::pair<std::string, std::string>> cases{
+  std::vector<std::pair<std::string, std::string>> cases{
       {eval("upper_pkl.pt"), "record archive/data.PKL: a tensor reaching past the end of storage 0"},
       {eval("twice.pt"), "record archive/Data.pkl is named twice (names compare without regard to case)"},
       {eval("code_upper.pt"), "record archive/code/__torch__/evil.PY: line 2 is not a class attribute"},
@@ -73,6 +82,13 @@ TEST(HostileFiles, EachGetsOneLineAndExitTwoAndWritesNothing) {
       {"predict --model " + (h / "code_upper.pt").string() + " x.png",
        "code_upper.pt: a torchscript file is a program, and LibTorch runs its code as it loads; give --trust-model"},
   };
+  if (!onnx.empty()) {
+    cases.push_back({"predict --model " + (h / "short_raw.onnx").string() + " x.png",
+                     "short_raw.onnx: not an ONNX model trainer export writes, or damaged (tensor \""});
+    cases.push_back({"predict --model " + (h / "more_scores.onnx").string() + " x.png",
+                     "more_scores.onnx: the model gives scores of shape [1, 10] for one image, but its metadata says "
+                     "num_classes 5"});
+  }
   const auto before = listing(dir.path());
   for (const auto& [args, message] : cases) {
     const auto r = trainer_cli(args);

@@ -11,6 +11,7 @@
 #include "trainer/io/download.hpp"
 #include "trainer/io/weights.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/util/error.hpp"
 
 namespace trainer {
 namespace {
@@ -152,6 +153,29 @@ TEST(WeightsDownload, AServerThatIgnoresTheRangeSendsTheFileAgainFromItsStart) {
   const auto second = run_command(with_cache(dir / "th") + "weights get resnet18 " + server.address(name));
   ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_EQ(bytes_of(cached), bytes_of(server.root() / name));
+}
+
+// A file larger than DownloadOptions::max_bytes (8 GiB by default) is refused as it arrives, with and without a
+// partial file to continue: a hostile address cannot fill the disk.
+TEST(WeightsDownload, AFileLargerThanTheCapIsRefusedAndNothingIsKept) {
+  TempDir dir;
+  WeightsServer server(dir.path());
+  write_thousand_class_weights(server.root() / "big.pth");
+  const auto size = static_cast<int64_t>(fs::file_size(server.root() / "big.pth"));
+  DownloadOptions options;
+  options.max_bytes = size - 1;
+  try {
+    download_file(server.address("big.pth"), dir / "big.pth", options);
+    FAIL() << "a file over the cap was downloaded";
+  } catch (const DownloadError& e) {
+    EXPECT_NE(std::string(e.what()).find("is larger than " + std::to_string(size - 1) + " bytes"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "big.pth"));
+  EXPECT_FALSE(fs::exists(partial_path(dir / "big.pth")));
+  options.max_bytes = size;
+  download_file(server.address("big.pth"), dir / "big.pth", options);
+  EXPECT_EQ(bytes_of(dir / "big.pth"), bytes_of(server.root() / "big.pth"));
 }
 
 TEST(WeightsDownload, AWrongHashIsOneLineAndLeavesNothingInTheCache) {

@@ -17,6 +17,10 @@ int fuzz_image_decode(const uint8_t* data, size_t size);
 int fuzz_jpeg_region(const uint8_t* data, size_t size);
 int fuzz_labels(const uint8_t* data, size_t size);
 int fuzz_glob(const uint8_t* data, size_t size);
+int fuzz_events(const uint8_t* data, size_t size);
+int fuzz_metrics(const uint8_t* data, size_t size);
+int fuzz_download(const uint8_t* data, size_t size);
+int fuzz_model(const uint8_t* data, size_t size);
 
 struct FuzzTarget {
   const char* name;
@@ -36,4 +40,8 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"jpeg_region", fuzz_jpeg_region},
     {"labels", fuzz_labels},
     {"glob", fuzz_glob},
+    {"events", fuzz_events},
+    {"metrics", fuzz_metrics},
+    {"download", fuzz_download},
+    {"model", fuzz_model},
 };

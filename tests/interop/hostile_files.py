@@ -2,10 +2,12 @@
 file the trainer wrote, as a stranger's file would carry them: zip CRCs recomputed by Python's zipfile, so that
 every check behind the CRC check is reached.
 
-    hostile_files.py GOOD_CHECKPOINT OUT_DIR
+    hostile_files.py GOOD_CHECKPOINT OUT_DIR [GOOD_ONNX]
 
-Writes into OUT_DIR the files named below; the test runs the real command on each.
+Writes into OUT_DIR the files named below; the test runs the real command on each. With GOOD_ONNX (an export of
+the checkpoint) and Python's onnx, also two edited ONNX files.
 """
+import json
 import re
 import struct
 import sys
@@ -98,6 +100,25 @@ def main():
     (out / "deep.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
     # 12. A config whose value at a typed key nests 500,000 deep.
     (out / "deep_config.json").write_text('{"run": {"seed": ' + "[" * 500000 + "]" * 500000 + "}}")
+    if len(sys.argv) > 3:
+        onnx_files(Path(sys.argv[3]), out)
+
+
+def onnx_files(good, out):
+    import onnx
+    # 13. An initializer storing fewer bytes than its shape needs: OpenCV 4.6's importer reads past its buffer.
+    model = onnx.load(str(good))
+    weight = max(model.graph.initializer, key=lambda t: len(t.raw_data))
+    weight.raw_data = weight.raw_data[:16]
+    (out / "short_raw.onnx").write_bytes(model.SerializeToString())
+    # 14. The metadata naming 5 classes for a graph that scores 10: predict would look names up past its list.
+    model = onnx.load(str(good))
+    for p in model.metadata_props:
+        if p.key == "num_classes":
+            p.value = "5"
+        if p.key == "class_names":
+            p.value = json.dumps(["a", "b", "c", "d", "e"])
+    (out / "more_scores.onnx").write_bytes(model.SerializeToString())
 
 
 if __name__ == "__main__":

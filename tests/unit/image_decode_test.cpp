@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
@@ -37,9 +38,82 @@ TEST(ImageDecode, ProbesJpegAndPngSizesFromTheHeader) {
   EXPECT_EQ(png.width, 64);
   EXPECT_EQ(png.height, 48);
   const ImageInfo bmp = probe_image(encode(".bmp", image));
-  EXPECT_EQ(bmp.format, ImageFormat::other);
-  EXPECT_EQ(bmp.height, 0);                                                     // decoded to learn the size
+  EXPECT_EQ(bmp.format, ImageFormat::bmp);
   EXPECT_EQ(decode_image(encode(".bmp", image), bmp, 3, 2, "x.bmp").cols, 64);  // no reduction outside JPEG
+}
+
+// Every format imdecode would pick by content is named and sized from its header before any decode: the formats
+// ImageFolder lists are decoded, the others (JPEG 2000, Radiance HDR, ...) refused whatever the file's name.
+TEST(ImageDecode, EveryFormatIsSizedFromItsHeaderAndOthersAreRefused) {
+  const cv::Mat image = testing::class_image(1, 64, 48, 0);
+  const std::vector<std::pair<std::string, ImageFormat>> formats{
+      {".bmp", ImageFormat::bmp}, {".webp", ImageFormat::webp}, {".ppm", ImageFormat::pnm},
+      {".pgm", ImageFormat::pnm}, {".pbm", ImageFormat::pnm},   {".tiff", ImageFormat::tiff}};
+  cv::Mat grey;
+  cv::cvtColor(image, grey, cv::COLOR_BGR2GRAY);
+  for (const auto& [ext, format] : formats) {
+    std::vector<uint8_t> bytes;
+    if (!cv::imencode(ext, ext == ".pgm" || ext == ".pbm" ? grey : image, bytes)) continue;
+    const ImageInfo info = probe_image(bytes);
+    EXPECT_EQ(info.format, format) << ext;
+    EXPECT_EQ(info.width, 64) << ext;
+    EXPECT_EQ(info.height, 48) << ext;
+    EXPECT_EQ(decode_image(bytes, info, 3, 1, "x.jpg").size(), cv::Size(64, 48)) << ext;
+  }
+  std::vector<uint8_t> lossless;  // WebP's lossless frame header
+  ASSERT_TRUE(cv::imencode(".webp", image, lossless, {cv::IMWRITE_WEBP_QUALITY, 101}));
+  EXPECT_EQ(probe_image(lossless).width, 64);
+  EXPECT_EQ(probe_image(lossless).height, 48);
+  for (const std::string ext : {".hdr", ".jp2", ".pfm", ".sr", ".pam"}) {
+    std::vector<uint8_t> bytes;
+    try {
+      if (!cv::imencode(ext, ext == ".hdr" || ext == ".pfm" ? [&] {
+            cv::Mat f;
+            image.convertTo(f, CV_32F, 1.0 / 255);
+            return f;
+          }() : image, bytes))
+        continue;
+    } catch (const cv::Exception&) {  // an OpenCV built without that codec
+      continue;
+    }
+    EXPECT_EQ(probe_image(bytes).format, ImageFormat::other) << ext;
+    EXPECT_NE(decode_error(bytes).find("/data/x.JPEG: not a JPEG, PNG, BMP, WebP, PNM or TIFF image"),
+              std::string::npos)
+        << ext;
+  }
+  // A TIFF whose first directory declares 30000 x 30000 (2.7 GB decoded) is refused from its header.
+  std::vector<uint8_t> tiff = encode(".tiff", image);
+  const size_t directory = tiff[4] | tiff[5] << 8 | tiff[6] << 16 | static_cast<size_t>(tiff[7]) << 24;
+  for (size_t e = 0, n = tiff[directory] | tiff[directory + 1] << 8; e < n; ++e) {
+    const size_t at = directory + 2 + 12 * e;
+    const int tag = tiff[at] | tiff[at + 1] << 8;
+    if (tag == 256 || tag == 257) {  // SHORT or LONG: the low 16 bits first either way in little-endian
+      tiff[at + 8] = 30000 & 0xFF;
+      tiff[at + 9] = 30000 >> 8;
+    }
+  }
+  EXPECT_EQ(probe_image(tiff).width, 30000);
+  EXPECT_NE(decode_error(tiff).find("30000x30000 pixels, more than the 178956970"), std::string::npos)
+      << decode_error(tiff);
+}
+
+// Each scan of a progressive JPEG is a pass over the whole image: past 500 the file is refused before decoding.
+TEST(ImageDecode, AProgressiveJpegOfTooManyScansIsRefused) {
+  const cv::Mat image = testing::class_image(1, 64, 48, 0);
+  std::vector<uint8_t> progressive;
+  ASSERT_TRUE(cv::imencode(".jpg", image, progressive, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}));
+  const ImageInfo info = probe_image(progressive);
+  EXPECT_GT(info.scans, 1);
+  EXPECT_LE(info.scans, kMostJpegScans);
+  EXPECT_EQ(decode_image(progressive, info, 3, 1, "x.jpg").cols, 64);
+  std::vector<uint8_t> many(progressive.begin(), progressive.end() - 2);  // before the end marker
+  for (int i = 0; i < 600; ++i) many.insert(many.end(), {0xFF, 0xDA, 0x00, 0x02});
+  many.insert(many.end(), {0xFF, 0xD9});
+  EXPECT_EQ(probe_image(many).scans, info.scans + 600);
+  EXPECT_NE(decode_error(many).find("x.JPEG: a progressive JPEG of " + std::to_string(info.scans + 600) +
+                                    " scans, more than the 500"),
+            std::string::npos)
+      << decode_error(many);
 }
 
 TEST(ImageDecode, ReducedJpegDecodeScalesBothSides) {
@@ -83,7 +157,12 @@ TEST(ImageDecode, TruncatedAndCorruptFilesAreDataErrorsNamingTheFile) {
   EXPECT_TRUE(probe_image(cut).truncated);
   EXPECT_NE(decode_error(cut).find("/data/x.JPEG: truncated JPEG"), std::string::npos) << decode_error(cut);
   const std::vector<uint8_t> garbage(500, 0x5A);
-  EXPECT_NE(decode_error(garbage).find("/data/x.JPEG: cannot decode"), std::string::npos) << decode_error(garbage);
+  EXPECT_NE(decode_error(garbage).find("/data/x.JPEG: not a JPEG, PNG, BMP, WebP, PNM or TIFF image"),
+            std::string::npos)
+      << decode_error(garbage);
+  auto png = encode(".png", testing::class_image(2, 64, 48, 3));  // a PNG header over damaged data
+  std::fill(png.begin() + 40, png.end(), uint8_t{0x5A});
+  EXPECT_NE(decode_error(png).find("/data/x.JPEG: cannot decode"), std::string::npos) << decode_error(png);
   testing::TempDir dir;
   try {
     read_file_bytes(dir / "missing.jpg");

@@ -20,6 +20,9 @@ struct DownloadOptions {
   int64_t connect_timeout_s = 30;
   // A connection that delivers nothing for this long is given up (what a dead link looks like).
   int64_t stall_timeout_s = 60;
+  // A file larger than this is refused as it arrives (the largest published weights file, ViT-H/14's SWAG entry,
+  // is 2.5 GB): a hostile mirror or address cannot fill the disk.
+  int64_t max_bytes = int64_t{8} << 30;
 };
 
 // Whether this build can download (it was built with libcurl).

@@ -15,7 +15,9 @@
 
 namespace trainer {
 
-// A file this process creates (or truncates) and writes alone; it is not inherited by child processes.
+// A file this process creates and writes alone; it is not inherited by child processes. create() makes a new file
+// only (an existing one, or a symbolic link at the name, is an error: remove it first), append() opens or creates
+// one but never through a symbolic link at its name.
 class OutputFile {
  public:
   OutputFile() = default;

@@ -21,7 +21,7 @@ void render_sample(const std::vector<uint8_t>& bytes, const ImageInfo& info, con
                    const TransformSpec& spec, int channels, const std::filesystem::path& file, cv::Mat& out,
                    SampleTimes* times) {
   const auto start = times ? Clock::now() : Clock::time_point();
-  check_image_pixels(info.height, info.width, file);
+  check_image_header(info, file);
   const int reduction = info.format == ImageFormat::jpeg ? decode_reduction(plan, spec) : 1;
   DecodedPixels decoded;
   if (JpegRegionDecoder::takes(info)) {

@@ -43,23 +43,19 @@ bool FolderSource::read_sample(size_t i, const ReadContext& context, cv::Mat& ou
   const ImageInfo info = probe_image(bytes);
   const uint64_t seed = sample_seed(context, i);
   const int channels = static_cast<int>(channels_);
-  if (info.height > 0) {
-    // Size known from the header: plan first, then decode no more than the crop needs, or leave it to the GPU.
-    check_image_pixels(info.height, info.width, path);
-    const SamplePlan plan = plan_sample(spec_, info.height, info.width, seed);
-    if (defer && channels == 3 && gpu_decodable(info)) {
-      deferred = EncodedImage{std::move(bytes), info, plan, spec_, i, path.string()};
-      return true;
-    }
-    const auto planned_at = times ? Clock::now() : Clock::time_point();
-    render_sample(bytes, info, plan, spec_, channels, path, out, times);
-    if (times) {
-      times->read_s = seconds_between(start, read_at);
-      times->plan_s = seconds_between(read_at, planned_at);
-    }
-  } else {
-    const cv::Mat image = decode_image(bytes, info, channels, 1, path);
-    render(whole_image(image), image.rows, image.cols, plan_sample(spec_, image.rows, image.cols, seed), spec_, out);
+  // The header names the format and size (or the file is refused here): plan first, then decode no more than the
+  // crop needs, or leave it to the GPU.
+  check_image_header(info, path);
+  const SamplePlan plan = plan_sample(spec_, info.height, info.width, seed);
+  if (defer && channels == 3 && gpu_decodable(info)) {
+    deferred = EncodedImage{std::move(bytes), info, plan, spec_, i, path.string()};
+    return true;
+  }
+  const auto planned_at = times ? Clock::now() : Clock::time_point();
+  render_sample(bytes, info, plan, spec_, channels, path, out, times);
+  if (times) {
+    times->read_s = seconds_between(start, read_at);
+    times->plan_s = seconds_between(read_at, planned_at);
   }
   return false;
 }

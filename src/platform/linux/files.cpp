@@ -25,14 +25,16 @@ OutputFile::~OutputFile() {
 }
 
 std::error_code OutputFile::create(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A new file only (O_EXCL), never through a link at its name (O_NOFOLLOW): a temporary name others can guess
+  // must not make a write land in a file someone put there.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return last_error();
   handle_ = fd;
   return {};
 }
 
 std::error_code OutputFile::append(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return last_error();
   handle_ = fd;
   return {};

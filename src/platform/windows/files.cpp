@@ -26,9 +26,11 @@ OutputFile::~OutputFile() {
 }
 
 std::error_code OutputFile::create(const std::filesystem::path& path) {
-  // Readers may open it meanwhile and it may be renamed while open; the handle is not inherited by children.
+  // Readers may open it meanwhile and it may be renamed while open; the handle is not inherited by children. A new
+  // file only (CREATE_NEW), and a link at its name is not followed: a guessable temporary name must not make a
+  // write land in a file someone put there.
   const HANDLE h = CreateFileW(windows::long_path(path).c_str(), GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE,
-                               nullptr, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+                               nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, nullptr);
   if (h == INVALID_HANDLE_VALUE) return windows::last_error();
   handle_ = reinterpret_cast<intptr_t>(h);
   return {};
