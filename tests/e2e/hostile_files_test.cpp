@@ -53,9 +53,9 @@ TEST(HostileFiles, EachGetsOneLineAndExitTwoAndWritesNothing) {
     onnx = (dir / "m.onnx").string();
   }
 #endif
-  const auto crafted = testing::run_command(std::string(TRAINER_PYTHON) + " " + TRAINER_SOURCE_DIR +
-                                            "/tests/interop/hostile_files.py " + (dir / "good" / "last.pt").string() +
-                                            " " + h.string() + " " + onnx);
+  const auto crafted =
+      testing::run_command(std::string(TRAINER_PYTHON) + " " + TRAINER_SOURCE_DIR + "/tests/interop/hostile_files.py " +
+                           (dir / "good" / "last.pt").string() + " " + h.string() + " " + onnx);
   ASSERT_EQ(crafted.exit_code, 0) << crafted.output;
 
   const std::string train = "--config " + (dir / "c.json").string() + " -o " + (dir / "runs").string() + " ";
@@ -76,8 +76,9 @@ TEST(HostileFiles, EachGetsOneLineAndExitTwoAndWritesNothing) {
       {train + "--set model.init_from=" + (h / "deep.safetensors").string(),
        "deep.safetensors: header is not valid JSON ([json.exception.parse_error.101] parse error: syntax error: "
        "values nested more than 64 deep)"},
-      {"--config " + (h / "deep_config.json").string(), "deep_config.json: invalid JSON: parse error: syntax error: "
-                                                        "values nested more than 64 deep"},
+      {"--config " + (h / "deep_config.json").string(),
+       "deep_config.json: invalid JSON: parse error: syntax error: "
+       "values nested more than 64 deep"},
       {train + "--set run.name=../escape", "run.name: expected a folder name"},
       {"predict --model " + (h / "code_upper.pt").string() + " x.png",
        "code_upper.pt: a torchscript file is a program, and LibTorch runs its code as it loads; give --trust-model"},
