@@ -50,7 +50,10 @@ std::vector<MetricsRow> read_metrics_jsonl(const fs::path& file) {
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty()) continue;
     const auto j = parse_json(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j.contains("step"))
+    // Every field at the type the writer gives it: a file from another machine may say anything.
+    const auto field = [&](const char* key) { return j.is_object() && j.contains(key) ? j[key] : nlohmann::json(); };
+    if (!field("kind").is_string() || !field("step").is_number_integer() ||
+        !(field("epoch").is_null() || field("epoch").is_number_integer()))
       throw Error(file.string() + ":" + std::to_string(n) + ": not a metrics row", 1);
     MetricsRow r(j["kind"].get<std::string>(), j.value("epoch", int64_t{0}), j["step"].get<int64_t>());
     for (const auto& c : metrics_columns()) r.*c.value = number(j, c.name);
