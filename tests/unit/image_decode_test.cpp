@@ -97,6 +97,25 @@ TEST(ImageDecode, EveryFormatIsSizedFromItsHeaderAndOthersAreRefused) {
       << decode_error(tiff);
 }
 
+// A PNM header read as OpenCV's PxM decoder reads it: the byte that ends a number is consumed with it, so "88816#8828"
+// is two numbers, not one and a comment. The fuzz lane's 29-byte file had OpenCV allocate 2.4 GB past a probe that
+// read 88816 x 16.
+TEST(ImageDecode, APnmHeaderIsReadAsOpenCvReadsIt) {
+  const std::string text("P4\n 88816#8828<88\0\0\0\0\0\0\0\0\n 16", 29);
+  const std::vector<uint8_t> bytes(text.begin(), text.end());
+  const ImageInfo info = probe_image(bytes);
+  EXPECT_EQ(info.format, ImageFormat::pnm);
+  EXPECT_EQ(info.width, 88816);
+  EXPECT_EQ(info.height, 8828);
+  EXPECT_NE(decode_error(bytes).find("88816x8828 pixels, more than the 178956970"), std::string::npos)
+      << decode_error(bytes);
+  const std::string commented = "P5\n# a comment\n4 # another\n3\n255\n" + std::string(12, '\x7f');
+  const ImageInfo grey = probe_image({commented.begin(), commented.end()});
+  EXPECT_EQ(grey.width, 4);
+  EXPECT_EQ(grey.height, 3);
+  EXPECT_EQ(decode_image({commented.begin(), commented.end()}, grey, 1, 1, "x.pgm").size(), cv::Size(4, 3));
+}
+
 // Each scan of a progressive JPEG is a pass over the whole image: past 500 the file is refused before decoding.
 TEST(ImageDecode, AProgressiveJpegOfTooManyScansIsRefused) {
   const cv::Mat image = testing::class_image(1, 64, 48, 0);

@@ -103,19 +103,30 @@ void probe_webp(const std::vector<uint8_t>& b, ImageInfo& info) {
   }
 }
 
-// PBM, PGM, PPM (P1-P6): the width and height after the magic, as decimal text between blanks and # comments.
+// PBM, PGM, PPM (P1-P6): the width and height after the magic, read exactly as OpenCV's PxM decoder reads them
+// (its ReadNumber): blanks and # comments (to the end of the line) before a number, and the one byte that ends a
+// number consumed with it, so "16#8" is 16 and then 8, not 16 and a comment. Read any other way, a 29-byte file
+// showed us 88816 x 16 pixels and OpenCV 88816 x 8828, which it allocated (2.4 GB).
 void probe_pnm(const std::vector<uint8_t>& b, ImageInfo& info) {
   size_t at = 2;
+  const auto next = [&]() -> int { return at < b.size() ? b[at++] : -1; };
   int64_t sides[2] = {0, 0};
   for (int64_t& side : sides) {
-    while (at < b.size() && (std::isspace(b[at]) || b[at] == '#')) {
-      if (b[at] == '#')
-        while (at < b.size() && b[at] != '\n') ++at;
-      else ++at;
+    int code = next();
+    while (code < 0 || !std::isdigit(code)) {
+      if (code == '#') {
+        do code = next();
+        while (code >= 0 && code != '\n' && code != '\r');
+        code = next();
+      } else if (code >= 0 && std::isspace(code)) {
+        while (code >= 0 && std::isspace(code)) code = next();
+      } else {
+        return;  // OpenCV stops with an error here
+      }
     }
-    size_t digits = 0;
-    for (; at < b.size() && std::isdigit(b[at]) && digits < 9; ++at, ++digits) side = side * 10 + (b[at] - '0');
-    if (digits == 0 || digits == 9) return;  // no number, or one OpenCV's int would not hold
+    for (int digits = 0; code >= 0 && std::isdigit(code); code = next())
+      if (++digits > 8) return;  // more than any side this reads (1 << 24)
+      else side = side * 10 + (code - '0');
   }
   info.width = sides[0];
   info.height = sides[1];
@@ -135,7 +146,12 @@ void probe_tiff(const std::vector<uint8_t>& b, ImageInfo& info) {
     const uint32_t tag = u16(at), type = u16(at + 2);
     if (tag != 256 && tag != 257) continue;
     const int64_t value = type == 3 ? u16(at + 8) : type == 4 ? u32(at + 8) : 0;  // SHORT or LONG
-    (tag == 256 ? info.width : info.height) = value;
+    int64_t& side = tag == 256 ? info.width : info.height;
+    if (side != 0) {  // a tag given twice: which one libtiff keeps is not ours to guess
+      info.width = info.height = 0;
+      return;
+    }
+    side = value;
   }
 }
 
