@@ -188,10 +188,11 @@ std::optional<std::string> nesting_problem(std::string_view p) {
     uint32_t depth = 1;
     bool sealed = false;
   };
-  std::vector<Node> nodes;          // value v > 0 is nodes[v - 1]; 0 is a leaf (a number, a text, a class)
+  std::vector<Node> nodes;  // value v > 0 is nodes[v - 1]; 0 is a leaf (a number, a text, a class)
   std::vector<uint32_t> stack;
   std::vector<size_t> marks;
   std::unordered_map<uint64_t, uint32_t> memo;
+  size_t made = 0;  // values pushed and memo entries stored, bounded as the tensor walk bounds them
   const auto depth = [&](uint32_t v) { return v ? nodes[v - 1].depth : 0u; };
   const auto take = [&](size_t n) {
     n = std::min(n, stack.size());
@@ -206,7 +207,6 @@ std::optional<std::string> nesting_problem(std::string_view p) {
   };
   // A new value holding `items` (none: an empty container), pushed.
   const auto make = [&](const std::vector<uint32_t>& items, bool sealed) -> std::optional<std::string> {
-    if (nodes.size() >= kMostSymbols) return std::string("more values than any checkpoint holds");
     Node n;
     n.sealed = sealed;
     for (const uint32_t item : items) {
@@ -236,15 +236,16 @@ std::optional<std::string> nesting_problem(std::string_view p) {
   size_t i = 0;
   Instruction in;
   while (i < p.size() && !decode(p, i, in)) {
+    if (++made > kMostSymbols) return at("more values than any checkpoint holds", in.offset);
     std::optional<std::string> problem;
     switch (in.op) {
       case '.': return std::nullopt;
       case '(': marks.push_back(stack.size()); break;
       case 'p': memo[std::strtoull(std::string(in.arg).c_str(), nullptr, 10)] = stack.back(); break;  // PUT
-      case 'q':                                                                                      // BINPUT
-      case 'r': memo[little_endian(in.arg)] = stack.back(); break;                                   // LONG_BINPUT
-      case 0x94: memo[memo.size()] = stack.back(); break;                                            // MEMOIZE
-      case 'g': {                                                                                    // GET
+      case 'q':                                                                                       // BINPUT
+      case 'r': memo[little_endian(in.arg)] = stack.back(); break;                                    // LONG_BINPUT
+      case 0x94: memo[memo.size()] = stack.back(); break;                                             // MEMOIZE
+      case 'g': {                                                                                     // GET
         const auto it = memo.find(std::strtoull(std::string(in.arg).c_str(), nullptr, 10));
         stack.push_back(it == memo.end() ? 0 : it->second);
         break;
@@ -281,7 +282,7 @@ std::optional<std::string> nesting_problem(std::string_view p) {
         std::vector<uint32_t> items = e.to_mark ? take_to_mark() : std::vector<uint32_t>{};
         const auto popped = take(static_cast<size_t>(e.pops));
         items.insert(items.end(), popped.begin(), popped.end());
-        if (e.pushes == 0) break;  // POP, POP_MARK, PROTO, FRAME, ...
+        if (e.pushes == 0) break;               // POP, POP_MARK, PROTO, FRAME, ...
         if (items.empty()) stack.push_back(0);  // a number, a text, None, GLOBAL
         else problem = make(items, false);      // TUPLE, LIST, DICT, NEWOBJ, STACK_GLOBAL, ...
       }
@@ -370,8 +371,8 @@ std::optional<Symbol> named_class(std::string_view module, std::string_view name
   if (module == "__torch__" || (starts_with(module, "__torch__.") && !starts_with(module, "__torch__.torch.")))
     return s;
   if (module == "collections" && name == "OrderedDict") return s;
-  if (module == "torch.jit._pickle" && (name == "build_intlist" || name == "build_tensorlist" ||
-                                        name == "build_doublelist" || name == "build_boollist"))
+  if (module == "torch.jit._pickle" &&
+      (name == "build_intlist" || name == "build_tensorlist" || name == "build_doublelist" || name == "build_boollist"))
     return s;
   if (module == "torch.jit._pickle" && name == "restore_type_tag") {
     s.global = Symbol::Global::type_tag;
@@ -562,9 +563,9 @@ class TensorWalk {
   std::optional<std::string> type_tag(const Symbol& args) {
     const auto* a = args.kind == Symbol::Kind::tuple ? args.items.get() : nullptr;
     if (!a || a->size() != 2 || (*a)[1].kind != Symbol::Kind::text || !is_archive_type((*a)[1].text))
-      return "a type tag that is not an attribute's type" +
-             (a && a->size() == 2 && (*a)[1].kind == Symbol::Kind::text ? " (" + shown((*a)[1].text) + ")"
-                                                                         : std::string());
+      return "a type tag that is not an attribute's type" + (a && a->size() == 2 && (*a)[1].kind == Symbol::Kind::text
+                                                                 ? " (" + shown((*a)[1].text) + ")"
+                                                                 : std::string());
     return std::nullopt;
   }
 

@@ -49,6 +49,34 @@ TEST(PickleScan, StackDisciplineIsChecked) {
             std::nullopt);
 }
 
+// LibTorch frees nested values recursively and never frees a cycle: nesting is bounded at 256 and a container
+// changed after it was placed in another (which is how a cycle is made) is refused, while a container referenced
+// twice through the memo, as LibTorch's pickler writes a shared list, is not.
+TEST(PickleScan, NestingIsBoundedAndCyclesAreRefused) {
+  const auto nested = [](int depth) {
+    return "\x80\x02"s + std::string(static_cast<size_t>(depth), ']') +
+           std::string(static_cast<size_t>(depth - 1), 'a') + ".";
+  };
+  EXPECT_EQ(pickle_structure_problem(nested(256)), std::nullopt);
+  EXPECT_EQ(pickle_structure_problem(nested(257)), "values nested more than 256 deep at byte 514 of its pickle");
+  EXPECT_EQ(pickle_structure_problem(nested(200000)), "values nested more than 256 deep at byte 200257 of its pickle");
+  // EMPTY_LIST BINPUT 0 BINGET 0 APPEND: a list inside itself.
+  EXPECT_EQ(pickle_structure_problem("\x80\x02]q\x00h\x00"
+                                     "a."s),
+            "a container changed after it was placed in another (how a pickle makes a cycle) at byte 7 of its pickle");
+  // L and M; L appended into M; then M appended into L through the memo: L holds M holds L.
+  EXPECT_EQ(pickle_structure_problem("\x80\x02]q\x00]q\x01h\x00"
+                                     "ah\x00h\x01"
+                                     "a00."s),
+            "a container changed after it was placed in another (how a pickle makes a cycle) at byte 15 of its pickle");
+  // One list, whole, placed in two others (a shared list, as LibTorch's pickler memoizes one): not a cycle.
+  EXPECT_EQ(pickle_structure_problem("\x80\x02]q\x00(K\x01"
+                                     "e]h\x00"
+                                     "a]h\x00"
+                                     "a\x86\x86."s),
+            std::nullopt);
+}
+
 TEST(PickleScan, LengthsPastTheEndAndUnknownInstructionsAreNamed) {
   // A 1.5 GB string declared in a few bytes: LibTorch would allocate it before reading.
   EXPECT_EQ(pickle_structure_problem("\x80\x02X\x00\x00\x00\x58"
