@@ -143,6 +143,30 @@ TEST(PlatformFiles, AppendContinuesAFileOrStartsOne) {
   EXPECT_EQ(read_text(partial), "first second");
 }
 
+// A checkpoint is mapped, not read into memory: the mapping holds the file's bytes (an empty file none), a missing
+// file is an error, and a file replaced while mapped keeps the old bytes in the mapping (POSIX) or waits for it
+// to be unmapped (Windows: replace_file retries while the file is held).
+TEST(PlatformFiles, AMappedFileHoldsItsBytes) {
+  TempFolder dir;
+  const fs::path file = dir / fs::u8path(u8"检查点 last.pt");
+  write_text(file, "checkpoint bytes");
+  {
+    MappedFile mapped;
+    ASSERT_FALSE(mapped.open(file));
+    EXPECT_EQ(std::string(mapped.data(), mapped.size()), "checkpoint bytes");
+  }
+  write_text(dir / "empty", "");
+  MappedFile empty;
+  EXPECT_FALSE(empty.open(dir / "empty"));
+  EXPECT_EQ(empty.size(), 0u);
+  MappedFile missing;
+  EXPECT_TRUE(missing.open(dir / "missing"));
+  // Created new: a second create of the same temporary name is refused, never written through.
+  OutputFile first, second;
+  ASSERT_FALSE(first.create(dir / ".x.tmp1"));
+  EXPECT_TRUE(second.create(dir / ".x.tmp1"));
+}
+
 TEST(PlatformFiles, TheHomeFolderIsAnExistingFolder) {
   const fs::path home = home_folder();
   ASSERT_FALSE(home.empty());
