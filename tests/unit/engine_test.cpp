@@ -105,32 +105,11 @@ TEST(LossScaler, DisabledIsANoOp) {
   EXPECT_EQ(off.skipped_steps(), 0);
 }
 
-TEST(TrainStep, AccumulatingTwoHalvesEqualsOneFullBatch) {
-  const auto x = torch::randn({8, 1, 12, 12}), y = torch::tensor({0, 1, 2, 3, 4, 5, 6, 7});
-  auto whole = small_cnn(2), halves = small_cnn(2);
-  auto opt_whole = make_optimizer(OptimConfig{}, *whole), opt_halves = make_optimizer(OptimConfig{}, *halves);
-  LossScaler off;
-  StepOptions one, two;
-  two.accumulate_steps = 2;
-  forward_backward(*whole, plain(x, y), one, off);
-  apply_update(*whole, *opt_whole, off, one);
-  forward_backward(*halves, plain(x.slice(0, 0, 4), y.slice(0, 0, 4)), two, off);
-  forward_backward(*halves, plain(x.slice(0, 4, 8), y.slice(0, 4, 8)), two, off);
-  apply_update(*halves, *opt_halves, off, two);
-  const auto a = snapshot(*whole), b = snapshot(*halves);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-7)) << i;
-}
-
-// An epoch's last step may hold fewer images than a full one: 4 + 2 accumulated must give the gradient of the 6
-// together (each micro-batch's mean weighed by its images), not weigh the 2 as much as the 4. Same tolerance as
-// the halves above: the same sums in two orders.
-TEST(TrainStep, APartialStepWeighsEachMicroBatchByItsImages) {
-  EXPECT_EQ(micro_batch_weight(32, 64, 1, 2), 1.0);  // full steps: exactly 1, the loss untouched
-  EXPECT_EQ(micro_batch_weight(16, 64, 2, 2), 1.0);
-  EXPECT_EQ(micro_batch_weight(16, 16, 1, 2), 2.0);  // the step's only micro-batch: all of its gradient
-  EXPECT_EQ(micro_batch_weight(4, 12, 2, 1), 4.0 * 2 / 12);
-  torch::manual_seed(5);
-  const auto x = torch::randn({6, 1, 12, 12}), y = torch::tensor({0, 1, 2, 3, 4, 5});
+// One optimizer step on all of (x, y), and one accumulated over two micro-batches split at `split`, each weighed
+// by micro_batch_weight (exactly 1 for equal halves): the same weights after both, to the rounding of the same sums
+// in two orders.
+void expect_accumulated_step_equals_whole(const torch::Tensor& x, const torch::Tensor& y, int64_t split) {
+  const int64_t n = x.size(0);
   auto whole = small_cnn(2), parts = small_cnn(2);
   auto opt_whole = make_optimizer(OptimConfig{}, *whole), opt_parts = make_optimizer(OptimConfig{}, *parts);
   LossScaler off;
@@ -138,11 +117,27 @@ TEST(TrainStep, APartialStepWeighsEachMicroBatchByItsImages) {
   two.accumulate_steps = 2;
   forward_backward(*whole, plain(x, y), one, off);
   apply_update(*whole, *opt_whole, off, one);
-  forward_backward(*parts, plain(x.slice(0, 0, 4), y.slice(0, 0, 4)), two, off, micro_batch_weight(4, 6, 1, 2));
-  forward_backward(*parts, plain(x.slice(0, 4, 6), y.slice(0, 4, 6)), two, off, micro_batch_weight(2, 6, 1, 2));
+  for (const auto& [from, to] : {std::pair<int64_t, int64_t>{0, split}, {split, n}})
+    forward_backward(*parts, plain(x.slice(0, from, to), y.slice(0, from, to)), two, off,
+                     micro_batch_weight(to - from, n, 1, 2));
   apply_update(*parts, *opt_parts, off, two);
   const auto a = snapshot(*whole), b = snapshot(*parts);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-7)) << i;
+}
+
+TEST(TrainStep, AccumulatingTwoHalvesEqualsOneFullBatch) {
+  expect_accumulated_step_equals_whole(torch::randn({8, 1, 12, 12}), torch::tensor({0, 1, 2, 3, 4, 5, 6, 7}), 4);
+}
+
+// An epoch's last step may hold fewer images than a full one: 4 + 2 accumulated must give the gradient of the 6
+// together (each micro-batch's mean weighed by its images), not weigh the 2 as much as the 4.
+TEST(TrainStep, APartialStepWeighsEachMicroBatchByItsImages) {
+  EXPECT_EQ(micro_batch_weight(32, 64, 1, 2), 1.0);  // full steps: exactly 1, the loss untouched
+  EXPECT_EQ(micro_batch_weight(16, 64, 2, 2), 1.0);
+  EXPECT_EQ(micro_batch_weight(16, 16, 1, 2), 2.0);  // the step's only micro-batch: all of its gradient
+  EXPECT_EQ(micro_batch_weight(4, 12, 2, 1), 4.0 * 2 / 12);
+  torch::manual_seed(5);
+  expect_accumulated_step_equals_whole(torch::randn({6, 1, 12, 12}), torch::tensor({0, 1, 2, 3, 4, 5}), 4);
 }
 
 TEST(TrainStep, ClippingReportsTheNormAndBoundsIt) {
