@@ -1,7 +1,17 @@
 #include "fuzz/fuzz_support.hpp"
 
+#include <torch/torch.h>
+
 #include <fstream>
 #include <random>
+
+#include "trainer/config/load.hpp"
+#include "trainer/engine/checkpoint_config.hpp"
+#include "trainer/engine/resolve_config.hpp"
+#include "trainer/io/checkpoint.hpp"
+#include "trainer/models/factory.hpp"
+#include "trainer/optim/optimizer.hpp"
+#include "trainer/platform/files.hpp"
 
 namespace trainer::fuzz {
 
@@ -27,6 +37,41 @@ std::filesystem::path ScratchDir::write(const std::string& name, const std::stri
 const ScratchDir& scratch() {
   static const ScratchDir dir;  // one per process, for as long as it runs
   return dir;
+}
+
+std::string small_checkpoint(const nlohmann::json& config) {
+  const Config run = resolve_config(nlohmann::json{{"data", {{"root", "/d"}}}, {"model", {{"num_classes", 4}}}});
+  const ImageShape input{6, 6, 1};
+  torch::manual_seed(0);
+  const auto model = build_model(run.model, input);
+  const auto optimizer = make_optimizer(run.optim, *model);
+  torch::nn::functional::cross_entropy(model->forward(torch::randn({2, 1, 6, 6})), torch::tensor({0, 3})).backward();
+  optimizer->step();
+  CheckpointMeta meta;
+  meta.config = config.is_null() ? config_to_json(run) : config;
+  meta.epoch = 1;
+  meta.step = 1;
+  meta.class_names = {"a", "b", "c", "d"};
+  meta.input = input;
+  meta.ema_updates = 1;
+  const auto file = scratch().path() / "small.pt";
+  save_checkpoint(file, meta, {*model, *optimizer, model.get()});
+  std::vector<uint8_t> bytes;
+  if (read_file(file, bytes)) return {};
+  return {bytes.begin(), bytes.end()};
+}
+
+void restore_everything(const std::filesystem::path& file) {
+  refused_cleanly([&] {
+    const LoadedCheckpoint checkpoint(file);
+    const Config config = config_for_checkpoint(checkpoint, "", {}).config;
+    const auto model = model_from_checkpoint(checkpoint, config.model, checkpoint.meta().input, false);
+    const auto optimizer = make_optimizer(config.optim, *model);
+    checkpoint.restore_optimizer(*optimizer);
+    checkpoint.restore_rng();
+    checkpoint.rank_generators();
+    model_from_checkpoint(checkpoint, config.model, checkpoint.meta().input, true);
+  });
 }
 
 std::vector<std::string> split(const uint8_t* data, size_t size, char separator, size_t count) {

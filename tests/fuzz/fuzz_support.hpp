@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "support/archive_edits.hpp"
 #include "trainer/util/error.hpp"
 
@@ -53,6 +55,15 @@ const ScratchDir& scratch();
 // The input with every stored zip record's CRC-32 made to match its bytes (support/archive_edits.hpp): the CRC check
 // then lets it through to LibTorch's reader, and what that reader does with hostile structure gets fuzzed too.
 using testing::with_matching_crcs;
+
+// A real checkpoint small enough to fuzz whole (~350 KB): mnist_cnn at 6x6 after one SGD step with momentum, with
+// EMA weights, saved by save_checkpoint with `config` as its saved config (null: the run's own resolved config).
+std::string small_checkpoint(const nlohmann::json& config = nullptr);
+
+// Everything --resume and eval do with a checkpoint after the open: its saved config resolved and checked, the model
+// built from it with the file's weights and EMA weights, the optimizer's state and the generators' states restored.
+// The trainer's one-line error is the expected end of a hostile input, as in refused_cleanly.
+void restore_everything(const std::filesystem::path& checkpoint);
 
 // The input split at the first `count - 1` occurrences of `separator` (fewer parts when it has fewer).
 std::vector<std::string> split(const uint8_t* data, size_t size, char separator, size_t count);

@@ -21,6 +21,8 @@ int fuzz_events(const uint8_t* data, size_t size);
 int fuzz_metrics(const uint8_t* data, size_t size);
 int fuzz_download(const uint8_t* data, size_t size);
 int fuzz_model(const uint8_t* data, size_t size);
+int fuzz_restore(const uint8_t* data, size_t size);
+int fuzz_saved_config(const uint8_t* data, size_t size);
 
 struct FuzzTarget {
   const char* name;
@@ -44,4 +46,6 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"metrics", fuzz_metrics},
     {"download", fuzz_download},
     {"model", fuzz_model},
+    {"restore", fuzz_restore},
+    {"saved_config", fuzz_saved_config},
 };

@@ -152,6 +152,22 @@ TEST(MnistIdx, GzipInflatesNoFurtherThanTheHeaderDeclares) {
   EXPECT_NE(message.find("img.gz: trailing data: expected 1584 bytes, found more"), std::string::npos) << message;
 }
 
+// A header declaring 1 GB in a few kilobytes of gzip is refused before anything is inflated past the header: the
+// bytes on disk could never have held it at the ratios real IDX sets compress to.
+TEST(MnistIdx, GzipDeclaringFarMoreThanItsBytesIsRefusedBeforeInflating) {
+  TempDir dir;
+  auto images = idx_header(2051, {1000, 1000, 1000});
+  images.resize(images.size() + (1 << 20), 0);  // 1 MiB of the declared 1 GB: ~1 KiB of gzip
+  write_bytes(dir / "img.gz", images, true);
+  write_bytes(dir / "lab", idx_header(2049, {1000}), false);
+  const auto compressed = std::filesystem::file_size(dir / "img.gz");
+  const std::string message = data_error({dir / "img.gz", dir / "lab"});
+  EXPECT_NE(message.find("img.gz: its header declares 1000000016 bytes, more than 64 times its " +
+                         std::to_string(compressed) + " compressed bytes"),
+            std::string::npos)
+      << message;
+}
+
 // model.num_classes 0: the classes are the largest label + 1.
 TEST(MnistIdx, ClassesFromTheLabelsWhenNotGiven) {
   TempDir dir;

@@ -43,6 +43,9 @@ std::optional<IdxHeader> idx_header(const std::vector<uint8_t>& bytes, const fs:
   return h;
 }
 
+constexpr uint64_t kGzipFreeBytes = uint64_t(64) << 20;
+constexpr uint64_t kGzipMostRatio = 64;
+
 }  // namespace
 
 std::vector<uint8_t> read_maybe_gzip(const fs::path& file, const DeclaredSize& declared_size) {
@@ -65,7 +68,18 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& file, const DeclaredSize& d
     status = inflate(&z, Z_NO_FLUSH);
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + (chunk.size() - z.avail_out));
     // Inflated no further than the header says: a few kilobytes of gzip can inflate to gigabytes.
-    if (!declared && declared_size) declared = declared_size(bytes);
+    if (!declared && declared_size) {
+      declared = declared_size(bytes);
+      // A header is free to declare gigabytes, and a few megabytes of gzip really do inflate to them (deflate
+      // reaches ~1000:1 on zeros), so what the header asks is weighed against the bytes on disk before it is
+      // inflated: real IDX sets compress 2-5x, and anything up to 64 MiB inflates whatever its ratio.
+      if (declared && *declared > std::max<uint64_t>(kGzipFreeBytes, uint64_t(raw.size()) * kGzipMostRatio)) {
+        inflateEnd(&z);
+        throw DataError(file.string() + ": its header declares " + std::to_string(*declared) + " bytes, more than " +
+                        std::to_string(kGzipMostRatio) + " times its " + std::to_string(raw.size()) +
+                        " compressed bytes; decompress it (gunzip) and point data.root at the plain file");
+      }
+    }
     if (declared && bytes.size() > *declared) {
       inflateEnd(&z);
       throw DataError(file.string() + ": trailing data: expected " + std::to_string(*declared) + " bytes, found more");

@@ -49,7 +49,8 @@ class MnistIdx final : public ImageSource {
 using DeclaredSize = std::function<std::optional<uint64_t>(const std::vector<uint8_t>& head)>;
 
 // The whole file, decompressed when it is gzip (by content, not by name), never inflated past the size its
-// first bytes declare. Throws DataError naming it.
+// first bytes declare, and refused when that size is above 64 MiB and 64 times the compressed bytes (a few
+// megabytes of zeros declaring gigabytes). Throws DataError naming it.
 std::vector<uint8_t> read_maybe_gzip(const std::filesystem::path& file, const DeclaredSize& declared_size);
 
 }  // namespace trainer
