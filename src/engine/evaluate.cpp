@@ -51,7 +51,10 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   torch::Tensor counted = torch::zeros({}, options_i64);
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(options.device));
   const int64_t classes = static_cast<int64_t>(data->class_names().size());
-  torch::Tensor confusion = options.confusion ? torch::zeros({classes * classes}, torch::kInt64) : torch::Tensor();
+  // The confusion matrix is counted on the device too: C * C cells, and one more that a dropped slot is counted
+  // in and the result leaves out (no masked_select, whose size the host must wait for).
+  const int64_t cells = classes * classes;
+  torch::Tensor confusion = options.confusion ? torch::zeros({cells + 1}, options_i64) : torch::Tensor();
   EvalResult result;
   const StageDecode decode{options.decoder.get(), {options.bad, BadSlot::drop}};
   torch::Tensor input_buffer;
@@ -71,9 +74,10 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
     const auto kept = y.ne(kDroppedLabel);
     counted += kept.sum();
     if (options.confusion) {
-      const auto cell = (y * classes + std::get<1>(top).select(1, 0)).masked_select(kept);
-      // On the CPU: CUDA's bincount has no deterministic kernel (run.deterministic).
-      confusion += torch::bincount(cell.cpu(), {}, classes * classes);
+      const auto cell = torch::where(kept, y * classes + std::get<1>(top).select(1, 0), cells);
+      // A 1-D scatter_add_: deterministic on CUDA (run.deterministic allows it, unlike CUDA's bincount), and
+      // integer sums do not depend on their order.
+      confusion.scatter_add_(0, cell, torch::ones_like(cell));
     }
     if (options.on_batch) {
       // The top-k probabilities are the top-k logits' softmax over all classes.
@@ -95,7 +99,7 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   result.correct1 = correct1.item<int64_t>();
   result.correct5 = correct5.item<int64_t>();
   result.loss_sum = loss_sum.item<double>();
-  if (options.confusion) result.confusion = confusion.view({classes, classes});
+  if (options.confusion) result.confusion = confusion.narrow(0, 0, cells).view({classes, classes}).cpu();
   result.seconds = seconds_since(start);
   return result;
 }

@@ -72,10 +72,12 @@ std::string take_decode_counts(Session& s, MetricsRow& row) {
   row.decoded_cpu = static_cast<double>(n.cpu);
   row.decode_refused = static_cast<double>(n.refused);
   row.decode_failed = static_cast<double>(n.failed);
+  row.decode_failed_calls = static_cast<double>(n.failed_calls);
+  row.decode_blank = static_cast<double>(n.blank);
   return fmt::format(
       "; decoded: {} by nvJPEG, {} refused by it (decoded by the workers), {} by the CPU after {} "
-      "failed nvJPEG call(s), {} unreadable",
-      n.gpu, n.refused, n.cpu, n.failed_calls, n.failed);
+      "failed nvJPEG call(s) and {} image(s) it left blank, {} unreadable",
+      n.gpu, n.refused, n.cpu, n.failed_calls, n.blank, n.failed);
 }
 
 // Evaluates `model` on the eval split: a log line and an "eval" or "eval_ema" row. The weights' evaluation takes

@@ -124,6 +124,23 @@ void restore_module(torch::serialize::InputArchive& archive, torch::nn::Module& 
   }
 }
 
+// What LibTorch's reader says when it fails on a file that opened, as one line: its own errors (c10::Error) and
+// the TorchScript object errors a crafted archive reaches (an attribute the optimizer's state lacks, a record of the
+// wrong kind), which are plain std::exceptions. Our own errors pass through.
+template <class Read>
+std::optional<std::string> libtorch_failure(Read&& read) {
+  try {
+    read();
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    return first_line(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return first_line(e.what());
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void save_checkpoint(const fs::path& path, const CheckpointMeta& meta, const CheckpointModules& modules,
@@ -266,14 +283,13 @@ std::string LoadedCheckpoint::damaged_part(const std::string& record) const {
 
 void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
   std::vector<std::string> problems;
-  try {
+  const auto failure = libtorch_failure([&] {
     torch::serialize::InputArchive sub;
     archive_->read("model", sub);
     torch::NoGradGuard no_grad;
     restore_module(sub, model, "", problems);
-  } catch (const c10::Error& e) {
-    problems.push_back(first_line(e.what_without_backtrace()));
-  }
+  });
+  if (failure) problems.push_back(*failure);
   if (!problems.empty())
     throw CheckpointError(path_.string() +
                           ": model weights do not fit the model built from its config: " + problems.front() +
@@ -281,40 +297,62 @@ void LoadedCheckpoint::restore_model(torch::nn::Module& model) const {
 }
 
 void LoadedCheckpoint::restore_optimizer(torch::optim::Optimizer& optimizer) const {
-  try {
+  const auto failure = libtorch_failure([&] {
     torch::serialize::InputArchive sub;
     archive_->read("optimizer", sub);
     optimizer.load(sub);
-  } catch (const c10::Error& e) {
-    throw CheckpointError(path_.string() + ": optimizer state does not fit (" + first_line(e.what_without_backtrace()) +
+  });
+  if (failure)
+    throw CheckpointError(path_.string() + ": optimizer state does not fit (" + *failure +
                           "); a checkpoint written before weight-decay groups existed resumes with --set "
                           "optim.decay_norm_and_bias=true");
-  }
 }
 
 void LoadedCheckpoint::restore_rng() const {
-  torch::Tensor state;
-  archive_->read("rng_cpu", state, /*is_buffer=*/true);
-  compat::set_cpu_rng_state(state);
-  if (!torch::cuda::is_available()) return;
-  for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
-    if (archive_->try_read("rng_cuda" + std::to_string(i), state, /*is_buffer=*/true))
-      compat::set_cuda_rng_state(i, state);
+  const auto failure = libtorch_failure([&] {
+    torch::Tensor state;
+    archive_->read("rng_cpu", state, /*is_buffer=*/true);
+    compat::set_cpu_rng_state(state);
+    if (!torch::cuda::is_available()) return;
+    for (c10::DeviceIndex i = 0; i < static_cast<c10::DeviceIndex>(torch::cuda::device_count()); ++i)
+      if (archive_->try_read("rng_cuda" + std::to_string(i), state, /*is_buffer=*/true))
+        compat::set_cuda_rng_state(i, state);
+  });
+  if (failure) throw CheckpointError(path_.string() + ": generator state does not restore (" + *failure + ")");
 }
 
 std::optional<GeneratorRows> LoadedCheckpoint::rank_generators() const {
   GeneratorRows rows;
-  if (!archive_->try_read("rng_ranks_cpu", rows.cpu, /*is_buffer=*/true)) return std::nullopt;
-  if (!archive_->try_read("rng_ranks_cuda", rows.cuda, /*is_buffer=*/true)) rows.cuda = torch::Tensor();
+  bool found = false;
+  const auto failure = libtorch_failure([&] {
+    found = archive_->try_read("rng_ranks_cpu", rows.cpu, /*is_buffer=*/true);
+    if (found && !archive_->try_read("rng_ranks_cuda", rows.cuda, /*is_buffer=*/true)) rows.cuda = torch::Tensor();
+  });
+  if (failure) throw CheckpointError(path_.string() + ": the ranks' generator states do not read (" + *failure + ")");
+  if (!found) return std::nullopt;
+  // Rows of bytes, one per rank, each a CPU generator's state (restore_rank_generators sets one of them).
+  const auto is_rows = [](const torch::Tensor& t) { return t.dim() == 2 && t.scalar_type() == torch::kUInt8; };
+  const bool fits = is_rows(rows.cpu) && rows.cpu.size(0) > 0 &&
+                    rows.cpu.size(1) == compat::cpu_rng_state().numel() &&
+                    (!rows.cuda.defined() || (is_rows(rows.cuda) && rows.cuda.size(0) == rows.cpu.size(0)));
+  if (!fits)
+    throw CheckpointError(path_.string() +
+                          ": the ranks' generator states are not one row of state bytes per rank (damaged, or not a "
+                          "trainer checkpoint)");
   return rows;
 }
 
 bool LoadedCheckpoint::restore_ema(torch::nn::Module& ema) const {
-  torch::serialize::InputArchive sub;
-  if (!archive_->try_read("ema", sub)) return false;
   std::vector<std::string> problems;
-  torch::NoGradGuard no_grad;
-  restore_module(sub, ema, "", problems);
+  bool found = false;
+  const auto failure = libtorch_failure([&] {
+    torch::serialize::InputArchive sub;
+    found = archive_->try_read("ema", sub);
+    torch::NoGradGuard no_grad;
+    if (found) restore_module(sub, ema, "", problems);
+  });
+  if (failure) problems.push_back(*failure);
+  if (!found && problems.empty()) return false;
   if (!problems.empty())
     throw CheckpointError(path_.string() + ": EMA weights do not fit the model: " + problems.front());
   return true;

@@ -58,7 +58,9 @@ const std::vector<MetricsColumn>& metrics_columns() {
                                                   {"decoded_gpu", &MetricsRow::decoded_gpu},
                                                   {"decoded_cpu", &MetricsRow::decoded_cpu},
                                                   {"decode_refused", &MetricsRow::decode_refused},
-                                                  {"decode_failed", &MetricsRow::decode_failed}};
+                                                  {"decode_failed", &MetricsRow::decode_failed},
+                                                  {"decode_failed_calls", &MetricsRow::decode_failed_calls},
+                                                  {"decode_blank", &MetricsRow::decode_blank}};
   return columns;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "support/confusion_check.hpp"
 #include "trainer/data/device/device_stager.hpp"
 #include "trainer/data/loader/loaders.hpp"
 #include "trainer/data/sources/synthetic.hpp"
@@ -168,6 +169,12 @@ TEST(CudaLayout, ChannelsLastKernelsPassTheSelfCheck) {
   const KernelLayout layout = resolve_layout(m, {64, 64, 3}, kCuda);
   EXPECT_TRUE(layout.channels_last) << layout.warning;
   EXPECT_LE(layout.error, kLayoutTolerance);
+}
+
+// Evaluation's confusion matrix counted on the GPU equals the predictions' count on the host.
+TEST(CudaEvaluate, ConfusionCountedOnTheDeviceMatchesThePredictions) {
+  REQUIRE_CUDA();
+  testing::expect_confusion_counts_match(kCuda);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "trainer/config/load.hpp"
+#include "trainer/distributed/rank_generators.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
@@ -69,7 +70,7 @@ void restore_everything(const std::filesystem::path& file) {
     const auto optimizer = make_optimizer(config.optim, *model);
     checkpoint.restore_optimizer(*optimizer);
     checkpoint.restore_rng();
-    checkpoint.rank_generators();
+    if (const auto rows = checkpoint.rank_generators()) restore_rank_generators(*rows, 0, torch::kCPU);
     model_from_checkpoint(checkpoint, config.model, checkpoint.meta().input, true);
   });
 }

@@ -292,6 +292,22 @@ TEST(BatchDecoder, RenderingCropsTogetherGivesTheBytesOfRenderingEachAlone) {
 
 // A deferred file that no decoder can read: recorded; in training its slot takes the next slot's image and label
 // (the batch stays full), in evaluation it is dropped; a batch with nothing decoded is an error.
+// An image nvJPEG reports decoded but leaves unwritten is still the call's zero fill: found by sampling each region,
+// every byte of a region smaller than the sample count, so that a region dark but for its last byte is not blank.
+TEST(BatchDecoder, BlankRegionsAreTheOnesLeftAtTheZeroFill) {
+  torch::manual_seed(4);
+  const std::vector<int64_t> offsets{0, 30000, 30010}, lengths{30000, 10, 5000};
+  auto pixels = torch::randint(1, 256, {35010}, torch::kUInt8);
+  EXPECT_TRUE(blank_regions(pixels, offsets, lengths).empty());
+  pixels.narrow(0, 0, 30000).zero_();
+  EXPECT_EQ(blank_regions(pixels, offsets, lengths), std::vector<size_t>{0});
+  pixels.narrow(0, 30000, 9).zero_();  // the second region's last byte still written
+  EXPECT_EQ(blank_regions(pixels, offsets, lengths), std::vector<size_t>{0});
+  pixels.narrow(0, 30009, 5001).zero_();
+  EXPECT_EQ(blank_regions(pixels, offsets, lengths), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_TRUE(blank_regions(pixels, {}, {}).empty());
+}
+
 TEST(BatchDecoder, UndecodableSlotsAreRecordedThenReplacedOrDropped) {
   for (const bool drop : {false, true}) {
     ImageBatch batch{torch::arange(3 * 2 * 2 * 3, torch::kInt64).to(torch::kUInt8).view({3, 2, 2, 3}),

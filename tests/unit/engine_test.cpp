@@ -1,11 +1,12 @@
 // The training step's parts on CPU: loss scaling (overflow skip, backoff, growth), accumulation, clipping,
-// autocast, mixup / CutMix, weight EMA and the weight-decay groups.
+// autocast, mixup / CutMix, weight EMA, the weight-decay groups, and evaluation's confusion counts.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <limits>
 
+#include "support/confusion_check.hpp"
 #include "trainer/engine/backend_settings.hpp"
 #include "trainer/engine/grad_clip.hpp"
 #include "trainer/engine/loss_scaler.hpp"
@@ -333,6 +334,12 @@ TEST(BackendSettings, AppliesTheRunSwitches) {
   ASSERT_NE(std::getenv("CUBLAS_WORKSPACE_CONFIG"), nullptr);
   apply_backend_settings(RunConfig{});
   EXPECT_FALSE(at::globalContext().deterministicAlgorithms());
+}
+
+// The confusion matrix counted on the device (one scatter per batch, no host copy) holds exactly what the
+// predictions handed to each batch's callback say.
+TEST(Evaluate, ConfusionCountedOnTheDeviceMatchesThePredictions) {
+  testing::expect_confusion_counts_match(torch::Device(torch::kCPU));
 }
 
 }  // namespace

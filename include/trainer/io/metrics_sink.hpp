@@ -43,6 +43,8 @@ struct MetricsRow {
   double decoded_cpu = none;     // by the CPU in the decode stage, after a batched call nvJPEG failed on
   double decode_refused = none;  // refused by nvJPEG's support check, decoded by a loader worker
   double decode_failed = none;   // by neither: bad samples
+  double decode_failed_calls = none;  // batched calls nvJPEG failed on (their images: decoded_cpu or split again)
+  double decode_blank = none;         // reported decoded by nvJPEG but left unwritten: decoded by the CPU
 };
 
 // The numeric columns, in file order, each with the member that holds it: the writer, the TensorBoard tags

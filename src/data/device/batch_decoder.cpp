@@ -45,7 +45,29 @@ DecodeCounts BatchDecoder::take_counts() {
   c.refused = refused_.exchange(0);
   c.failed = failed_.exchange(0);
   c.failed_calls = failed_calls_.exchange(0);
+  c.blank = blank_.exchange(0);
   return c;
+}
+
+std::vector<size_t> blank_regions(const torch::Tensor& pixels, const std::vector<int64_t>& offsets,
+                                  const std::vector<int64_t>& lengths) {
+  const auto n = static_cast<int64_t>(offsets.size());
+  if (n == 0) return {};
+  auto host = torch::empty({2, n}, torch::kInt64);
+  for (int64_t i = 0; i < n; ++i) {
+    host[0][i] = offsets[static_cast<size_t>(i)];
+    host[1][i] = std::max<int64_t>(1, lengths[static_cast<size_t>(i)]);
+  }
+  const auto where = host.to(pixels.device());
+  const auto start = where[0].unsqueeze(1), length = where[1].unsqueeze(1);
+  // Sample k of a region at its byte floor(k * length / K): evenly spread, and every byte when length <= K.
+  const auto k = torch::arange(kBlankSamples, where.options()).unsqueeze(0);
+  const auto index = start + torch::div(k * length, kBlankSamples, "floor");
+  const auto largest = pixels.index_select(0, index.flatten()).view({n, kBlankSamples}).amax(1).cpu();
+  std::vector<size_t> blank;
+  for (int64_t i = 0; i < n; ++i)
+    if (largest[i].item<uint8_t>() == 0) blank.push_back(static_cast<size_t>(i));
+  return blank;
 }
 
 #ifndef TRAINER_NVJPEG

@@ -115,8 +115,7 @@ std::optional<ImageBatch> DecodeStage::next() {
     const auto current = c10::cuda::getCurrentCUDAStream(impl_->device.index());
     staged.ready->block(current);
     // Allocated on the input stream, read on this one: the allocator must wait for this stream too.
-    staged.batch.images.record_stream(current);
-    staged.batch.labels.record_stream(current);
+    record_batch_stream(staged.batch, current);
   }
 #endif
   return std::move(staged.batch);

@@ -23,8 +23,17 @@ struct DeviceStager::Side {};
 #endif
 
 ImageBatch copy_to_device(ImageBatch& host, const torch::Device& device) {
-  return {host.images.to(device, /*non_blocking=*/true), host.labels.to(device, /*non_blocking=*/true), host.erase,
+  // The erase boxes travel with the images (pinned like them), so that erasing on the device never waits for a
+  // copy of its own.
+  const auto erase = host.erase.defined() ? host.erase.to(device, /*non_blocking=*/true) : host.erase;
+  return {host.images.to(device, /*non_blocking=*/true), host.labels.to(device, /*non_blocking=*/true), erase,
           std::move(host.encoded)};
+}
+
+void record_batch_stream(ImageBatch& batch, const c10::Stream& stream) {
+  batch.images.record_stream(stream);
+  batch.labels.record_stream(stream);
+  if (batch.erase.defined() && !batch.erase.is_cpu()) batch.erase.record_stream(stream);
 }
 
 DeviceStager::DeviceStager(const torch::Device& device) : device_(device) {
@@ -46,7 +55,8 @@ ImageBatch DeviceStager::stage(ImageBatch& host) {
     return out;
   }
 #endif
-  return {host.images.to(device_), host.labels.to(device_), host.erase};
+  return {host.images.to(device_), host.labels.to(device_),
+          host.erase.defined() ? host.erase.to(device_) : host.erase};
 }
 
 void DeviceStager::ready(ImageBatch& batch) {
@@ -55,8 +65,7 @@ void DeviceStager::ready(ImageBatch& batch) {
     const auto current = c10::cuda::getCurrentCUDAStream(side_->stream.device_index());
     side_->copied.block(current);
     // Allocated on the input stream, read on this one: the allocator must wait for this stream too.
-    batch.images.record_stream(current);
-    batch.labels.record_stream(current);
+    record_batch_stream(batch, current);
   }
 #else
   (void)batch;

@@ -32,11 +32,19 @@ const char* status_name(nvjpegStatus_t s) {
   }
 }
 
-void check(nvjpegStatus_t s, const char* call) {
-  if (s != NVJPEG_STATUS_SUCCESS)
-    throw TrainError(std::string("nvJPEG: ") + call + " failed: " + status_name(s) + " (" +
-                     std::to_string(static_cast<int>(s)) + ")");
+std::string status_text(nvjpegStatus_t s) {
+  return std::string(status_name(s)) + " (" + std::to_string(static_cast<int>(s)) + ")";
 }
+
+void check(nvjpegStatus_t s, const char* call) {
+  if (s != NVJPEG_STATUS_SUCCESS) throw TrainError(std::string("nvJPEG: ") + call + " failed: " + status_text(s));
+}
+
+// Batched calls one decode() may make while it splits a batch nvJPEG failed on (a damaged file costs about
+// 2 log2(batch) of them); what is left when they run out goes to the CPU.
+constexpr int kCallsPerBatch = 64;
+// Batches that failed with crop regions and decoded whole before crop regions are given up for the run.
+constexpr int kRegionRefusalsTolerated = 3;
 
 // The region nvJPEG decodes for a plan, in source pixels: a training crop's box widened to 16-pixel (MCU)
 // boundaries (the decoder starts at whole blocks; render_decoded_all() cuts the exact box), or the whole image for
@@ -79,13 +87,16 @@ class NvjpegDecoder final : public BatchDecoder {
 #endif
     // The JPEG engines first (A100, H100, H200: nvJPEG decodes the batch there, a crop's region only); GPUs
     // without them (consumer cards) say so with ARCH_MISMATCH and get the hybrid GPU decoder.
-    if (backend == NvjpegBackend::automatic)
-      hardware_ = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &handle_) == NVJPEG_STATUS_SUCCESS;
-    if (!hardware_)
-      check(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &handle_), "nvjpegCreateEx");
-    check(nvjpegJpegStateCreate(handle_, &state_), "nvjpegJpegStateCreate");
+    if (backend == NvjpegBackend::automatic) open_hardware(flags);
+    if (!hardware_) {
+      check(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &handle_),
+            "nvjpegCreateEx (hybrid backend)");
+      check(nvjpegJpegStateCreate(handle_, &state_), "nvjpegJpegStateCreate");
+    }
   }
   ~NvjpegDecoder() override {
+    // A batch the decode stage dropped may still be decoding, or rendering from our buffers: it ends first.
+    if (last_stream_) (void)cudaStreamSynchronize(last_stream_);
     for (auto p : params_) nvjpegDecodeParamsDestroy(p);
     for (const Checker& c : checkers_) {
       nvjpegDecodeParamsDestroy(c.params);
@@ -99,7 +110,8 @@ class NvjpegDecoder final : public BatchDecoder {
 
   std::string describe() const override {
     return std::string("nvJPEG on ") + device_.str() +
-           (hardware_ ? ", hardware backend (the GPU's JPEG engines, crop regions only)" : ", hybrid GPU backend");
+           (hardware_ ? ", hardware backend (the GPU's JPEG engines, crop regions only)" : ", hybrid GPU backend") +
+           (hardware_note_.empty() ? "" : " (" + hardware_note_ + ")");
   }
 
   // In a loader worker: the header parsed and the support check made with a stream of the worker's own (a
@@ -129,29 +141,32 @@ class NvjpegDecoder final : public BatchDecoder {
 
   void decode(ImageBatch& batch, const BadSlots& bad) override {
     const c10::cuda::CUDAGuard guard(device_);
+    last_stream_ = at::cuda::getCurrentCUDAStream(device_.index()).stream();
     std::vector<Job> jobs;
     for (size_t b = 0; b < batch.encoded.size(); ++b) {
       const EncodedImage& e = batch.encoded[b];
       if (e.deferred()) jobs.push_back({b, hardware_ && regions_ && e.crop_region ? region_of(e) : whole_image(e)});
     }
-    bool decoded = jobs.empty() || decode_on_gpu(batch, jobs);
-    const bool had_regions = std::any_of(
-        jobs.begin(), jobs.end(), [&](const Job& j) { return !(j.region == whole_image(batch.encoded[j.slot])); });
-    if (!decoded && had_regions) {
-      // The batch failed with regions: once more whole, and whole from now on if that works.
-      for (Job& j : jobs) j.region = whole_image(batch.encoded[j.slot]);
-      decoded = decode_on_gpu(batch, jobs);
-      if (decoded) regions_ = false;
-    }
+    // What the GPU leaves to the CPU path, one image at a time: a damaged file fails there too and is named.
     std::vector<size_t> cpu;
-    if (decoded) {
-      gpu_ += static_cast<int64_t>(jobs.size());
-      // The bitstreams stay alive until the next batched call has waited for this one.
-      kept_.clear();
-      for (const Job& j : jobs) kept_.push_back(std::move(batch.encoded[j.slot].bytes));
-    } else {
-      // The CPU path, one image at a time: a damaged file fails there too and is named.
-      for (const Job& j : jobs) cpu.push_back(j.slot);
+    calls_left_ = kCallsPerBatch;
+    if (!jobs.empty() && !decode_on_gpu(batch, jobs, cpu)) {
+      const bool had_regions = std::any_of(
+          jobs.begin(), jobs.end(), [&](const Job& j) { return !(j.region == whole_image(batch.encoded[j.slot])); });
+      for (Job& j : jobs) j.region = whole_image(batch.encoded[j.slot]);
+      if (had_regions && decode_on_gpu(batch, jobs, cpu)) {
+        // The regions were what failed, not a file: after a few such batches, whole images for the rest of the run.
+        if (++region_refusals_ == kRegionRefusalsTolerated) {
+          regions_ = false;
+          if (log_)
+            log_->warn("decode: nvJPEG failed {} batches with crop regions that it decoded whole; decoding whole "
+                       "images from now on",
+                       region_refusals_);
+        }
+      } else {
+        // A damaged file among them, most likely: the halves on their own, down to the image that fails.
+        split_on_gpu(batch, std::move(jobs), cpu);
+      }
     }
     const auto failed = static_cast<int64_t>(finish_on_cpu(batch, cpu, bad));
     cpu_ += static_cast<int64_t>(cpu.size()) - failed;
@@ -201,9 +216,53 @@ class NvjpegDecoder final : public BatchDecoder {
           "nvjpegDecodeParamsSetROI");
   }
 
-  // One batched call, then the renders; false when nvJPEG fails on the batch (a damaged file among them, or a
-  // region it refuses), with nothing of it left running.
-  bool decode_on_gpu(ImageBatch& batch, const std::vector<Job>& jobs) {
+  // The hardware backend, with the strict flag and then (an nvJPEG or driver that refuses the flag there) without
+  // it; what failed is logged and kept for describe(). ARCH_MISMATCH is a GPU without JPEG engines.
+  void open_hardware(unsigned int flags) {
+    const nvjpegStatus_t strict = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &handle_);
+    nvjpegStatus_t created = strict;
+    if (strict != NVJPEG_STATUS_SUCCESS && flags != 0) {
+      handle_ = nullptr;
+      created = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle_);
+      if (created == NVJPEG_STATUS_SUCCESS)
+        hardware_note_ = "without BITSTREAM_STRICT, which nvjpegCreateEx refused: " + status_text(strict);
+    }
+    if (created != NVJPEG_STATUS_SUCCESS) {
+      handle_ = nullptr;
+      hardware_note_ = strict == NVJPEG_STATUS_ARCH_MISMATCH ? "this GPU has no JPEG engines"
+                                                              : "the hardware backend failed at nvjpegCreateEx: " +
+                                                                    status_text(strict);
+    } else if (const nvjpegStatus_t s = nvjpegJpegStateCreate(handle_, &state_); s != NVJPEG_STATUS_SUCCESS) {
+      nvjpegDestroy(handle_);
+      handle_ = nullptr;
+      state_ = nullptr;
+      hardware_note_ = "the hardware backend failed at nvjpegJpegStateCreate: " + status_text(s);
+    } else {
+      hardware_ = true;
+    }
+    if (log_ && !hardware_ && strict != NVJPEG_STATUS_ARCH_MISMATCH)
+      log_->warn("decode: nvJPEG's hardware backend could not be used ({}); decoding on the hybrid GPU backend",
+                 hardware_note_);
+  }
+
+  // `jobs`, which failed as one batched call, in halves, each half on its own and split again when it fails, so
+  // that a damaged file sends itself to the CPU rather than its whole batch; what still fails alone, or is left
+  // when the batch's calls run out, goes to `cpu`.
+  void split_on_gpu(ImageBatch& batch, std::vector<Job> jobs, std::vector<size_t>& cpu) {
+    if (jobs.size() < 2 || calls_left_ <= 0) {
+      for (const Job& j : jobs) cpu.push_back(j.slot);
+      return;
+    }
+    const auto middle = jobs.begin() + static_cast<std::ptrdiff_t>(jobs.size() / 2);
+    for (std::vector<Job> half : {std::vector<Job>(jobs.begin(), middle), std::vector<Job>(middle, jobs.end())})
+      if (!decode_on_gpu(batch, half, cpu)) split_on_gpu(batch, std::move(half), cpu);
+  }
+
+  // One batched call, the check for images left unwritten (decoded by the CPU instead: their slots join `cpu`),
+  // then the renders; false when nvJPEG fails on the batch (a damaged file among them, or a region it refuses),
+  // with nothing of it left running.
+  bool decode_on_gpu(ImageBatch& batch, const std::vector<Job>& jobs, std::vector<size_t>& cpu) {
+    --calls_left_;
     const size_t n = jobs.size();
     int64_t total = 0, widest = 0, tallest = 0;
     for (const Job& j : jobs) {
@@ -273,14 +332,38 @@ class NvjpegDecoder final : public BatchDecoder {
       }
       return false;
     }
-    std::vector<DecodedRegion> regions;
+    std::vector<int64_t> offsets, lengths;
     offset = 0;
     for (const Job& j : jobs) {
-      const Region& r = j.region;
-      regions.push_back({pixels.narrow(0, offset, area(r) * 3).view({r.height, r.width, 3}), r.top, r.left, j.slot});
-      offset += area(r) * 3;
+      offsets.push_back(offset);
+      lengths.push_back(area(j.region) * 3);
+      offset += lengths.back();
+    }
+    // The host waits here for the decode (this stage's thread, not the training thread's), and an image left at
+    // the zero fill trains as what the CPU decodes, not as a black image with a real label.
+    const std::vector<size_t> blank = blank_regions(pixels, offsets, lengths);
+    std::vector<DecodedRegion> regions;
+    for (size_t i = 0, b = 0; i < n; ++i) {
+      const Region& r = jobs[i].region;
+      if (b < blank.size() && blank[b] == i) {
+        ++b;
+        cpu.push_back(jobs[i].slot);
+        continue;
+      }
+      regions.push_back({pixels.narrow(0, offsets[i], lengths[i]).view({r.height, r.width, 3}), r.top, r.left,
+                         jobs[i].slot});
+      // The bitstream stays alive until the next batched call has waited for this one.
+      kept_.push_back(std::move(batch.encoded[jobs[i].slot].bytes));
     }
     render_decoded_all(regions, batch);
+    gpu_ += static_cast<int64_t>(regions.size());
+    blank_ += static_cast<int64_t>(blank.size());
+    if (!blank.empty() && log_ && !blank_logged_) {
+      blank_logged_ = true;
+      log_->warn("decode: nvJPEG reported {} of a batch of {} images decoded but left them unwritten; those are "
+                 "decoded by the CPU, counted as decode_blank",
+                 blank.size(), n);
+    }
     return true;
   }
 
@@ -307,6 +390,11 @@ class NvjpegDecoder final : public BatchDecoder {
   int initialized_for_ = -1;                // the batch size nvjpegDecodeBatchedInitialize was last called with
   Allocated allocated_;                     // what nvjpegDecodeBatchedPreAllocate was last asked for
   bool failure_logged_ = false;
+  bool blank_logged_ = false;
+  std::string hardware_note_;         // why the hardware backend is not used, or is used without the strict flag
+  cudaStream_t last_stream_ = nullptr;  // the stream decode() last queued work on
+  int calls_left_ = 0;                // batched calls the current decode() may still make
+  int region_refusals_ = 0;           // batches that failed with crop regions and decoded whole
 };
 
 }  // namespace

@@ -52,7 +52,8 @@ ImageBatch BatchDataset::allocate(size_t n, ImageBatch spare, size_t room) const
   ImageBatch batch{in_memory_of(spare.images, {count, shape_.height, shape_.width, shape_.channels}, options),
                    in_memory_of(spare.labels, {count}, options.dtype(torch::kInt64)),
                    {}};
-  if (augment_ && augment_->erases()) batch.erase = torch::zeros({count, kEraseColumns}, torch::kInt64);
+  if (augment_ && augment_->erases())
+    batch.erase = torch::zeros({count, kEraseColumns}, options.dtype(torch::kInt64));  // pinned with the images
   if (intake_) batch.encoded.resize(n);
   if (profile_)
     profile_->add_batch_memory(seconds_since(start),

@@ -39,6 +39,7 @@ struct DecodeCounts {
   int64_t refused = 0;       // refused by the support check, decoded by a loader worker
   int64_t failed = 0;        // by neither: recorded as bad samples
   int64_t failed_calls = 0;  // batched calls nvJPEG failed on
+  int64_t blank = 0;         // reported decoded by nvJPEG but left unwritten: decoded by the CPU (within `cpu`)
   int64_t total() const { return gpu + cpu + refused + failed; }
 };
 
@@ -59,7 +60,7 @@ class BatchDecoder : public DecodeIntake {
 
  protected:
   // Counted from the stage's thread (decode) and the loader workers (takes): atomics.
-  mutable std::atomic<int64_t> gpu_{0}, cpu_{0}, refused_{0}, failed_{0}, failed_calls_{0};
+  mutable std::atomic<int64_t> gpu_{0}, cpu_{0}, refused_{0}, failed_{0}, failed_calls_{0}, blank_{0};
 };
 
 // DecodeDevice::cuda: nvJPEG on `device` (UsageError in a build without it); otherwise the CPU decoder.
@@ -94,6 +95,15 @@ struct DecodedRegion {
 // batch.images. Train plans resize their box; eval plans resize the whole image, then cut the center crop.
 // Crops of one size and output are resized in one call (the same bytes as one call each, fewer launches).
 void render_decoded_all(const std::vector<DecodedRegion>& regions, ImageBatch& batch);
+
+// The regions of a batched call's output that hold nothing but its zero fill: `pixels` is the call's output (uint8,
+// on any device), region i its lengths[i] bytes from offsets[i]. An image the engine reports decoded but leaves
+// unwritten is all zeros, so kBlankSamples bytes spread evenly over each region (every byte of a smaller one) are
+// read on the device and one small copy brings back each region's largest. A photo that is black at every sample
+// is decoded again by the CPU: that costs time, never pixels.
+inline constexpr int64_t kBlankSamples = 256;
+std::vector<size_t> blank_regions(const torch::Tensor& pixels, const std::vector<int64_t>& offsets,
+                                  const std::vector<int64_t>& lengths);
 
 // How every decoder ends a batch: the deferred `slots` it leaves to the CPU (all of them for the CPU decoder;
 // those of a batch nvJPEG failed on) decoded exactly as the CPU path would (render_encoded), the ones no decoder

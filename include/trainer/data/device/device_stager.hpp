@@ -18,9 +18,13 @@
 
 namespace trainer {
 
-// `host`'s images and labels copied to `device` with non_blocking (from pinned memory, on the current stream),
-// its erase plan and encoded files moved along: what the stager and the decode stage both start a batch with.
+// `host`'s images, labels and erase boxes copied to `device` with non_blocking (from pinned memory, on the current
+// stream), its encoded files moved along: what the stager and the decode stage both start a batch with.
 ImageBatch copy_to_device(ImageBatch& host, const torch::Device& device);
+
+// A batch copied on one stream and read on `stream`: the caching allocator must wait for `stream` too before it
+// reuses the batch's device memory.
+void record_batch_stream(ImageBatch& batch, const c10::Stream& stream);
 
 class DeviceStager {
  public:
