@@ -1,5 +1,6 @@
 #include <torch/cuda.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <optional>

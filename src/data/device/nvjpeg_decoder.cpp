@@ -332,16 +332,16 @@ class NvjpegDecoder final : public BatchDecoder {
       }
       return false;
     }
-    std::vector<int64_t> offsets, lengths;
+    std::vector<int64_t> offsets, sizes;
     offset = 0;
     for (const Job& j : jobs) {
       offsets.push_back(offset);
-      lengths.push_back(area(j.region) * 3);
-      offset += lengths.back();
+      sizes.push_back(area(j.region) * 3);
+      offset += sizes.back();
     }
     // The host waits here for the decode (this stage's thread, not the training thread's), and an image left at
     // the zero fill trains as what the CPU decodes, not as a black image with a real label.
-    const std::vector<size_t> blank = blank_regions(pixels, offsets, lengths);
+    const std::vector<size_t> blank = blank_regions(pixels, offsets, sizes);
     std::vector<DecodedRegion> regions;
     for (size_t i = 0, b = 0; i < n; ++i) {
       const Region& r = jobs[i].region;
@@ -350,7 +350,7 @@ class NvjpegDecoder final : public BatchDecoder {
         cpu.push_back(jobs[i].slot);
         continue;
       }
-      regions.push_back({pixels.narrow(0, offsets[i], lengths[i]).view({r.height, r.width, 3}), r.top, r.left,
+      regions.push_back({pixels.narrow(0, offsets[i], sizes[i]).view({r.height, r.width, 3}), r.top, r.left,
                          jobs[i].slot});
       // The bitstream stays alive until the next batched call has waited for this one.
       kept_.push_back(std::move(batch.encoded[jobs[i].slot].bytes));
