@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The quick CUDA lane: every source file that holds CUDA-only code (TRAINER_CUDA, TRAINER_NVJPEG, c10/cuda,
-# ATen/cuda, nvjpeg.h, NCCL) compiled with -fsyntax-only against LibTorch 2.6's CUDA headers and CUDA 12.4's
+# ATen/cuda, nvjpeg.h, NCCL) and the cuda tests (tests/cuda) compiled with -fsyntax-only against LibTorch 2.6's CUDA headers and CUDA 12.4's
 # (nvjpeg.h included), in the torch2 lane's Debian 13 root. It catches what a GPU machine's build would refuse,
 # in about a minute once the headers are cached, without the full cuda lane's 9 GiB root (scripts/lanes/cuda.sh,
 # which also links and runs the tests). The headers come from four packages, unpacked, not installed (their
@@ -34,8 +34,8 @@ fi
 if [[ $# -gt 0 ]]; then
   files=("$@")
 else
-  mapfile -t files < <(cd "$repo" && grep -rlE 'TRAINER_CUDA|TRAINER_NVJPEG|c10/cuda|ATen/cuda|nvjpeg\.h|NCCL' \
-    --include='*.cpp' src tests | sort)
+  mapfile -t files < <(cd "$repo" && { grep -rlE 'TRAINER_CUDA|TRAINER_NVJPEG|c10/cuda|ATen/cuda|nvjpeg\.h|NCCL' \
+    --include='*.cpp' src tests; ls tests/cuda/*.cpp; } | sort -u)
 fi
 # The CPU LibTorch's headers first, the CUDA build's after them (-idirafter): they are the same 2.6 headers plus
 # the CUDA ones the CPU package leaves out.

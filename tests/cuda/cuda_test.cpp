@@ -9,6 +9,7 @@
 #include "support/confusion_check.hpp"
 #include "trainer/data/device/device_stager.hpp"
 #include "trainer/data/loader/loaders.hpp"
+#include "trainer/data/pixels/random_erasing.hpp"
 #include "trainer/data/sources/synthetic.hpp"
 #include "trainer/engine/loss_scaler.hpp"
 #include "trainer/engine/step.hpp"
@@ -175,6 +176,27 @@ TEST(CudaLayout, ChannelsLastKernelsPassTheSelfCheck) {
 TEST(CudaEvaluate, ConfusionCountedOnTheDeviceMatchesThePredictions) {
   REQUIRE_CUDA();
   testing::expect_confusion_counts_match(kCuda);
+}
+
+// Random erasing's boxes travel to the GPU with the batch (pinned, non_blocking): erasing on the device then
+// reads them where they are, with no copy that would make the host wait every step.
+TEST(CudaTransfer, EraseBoxesArriveWithTheBatch) {
+  REQUIRE_CUDA();
+  const auto pinned = torch::TensorOptions().pinned_memory(true);
+  ImageBatch host{torch::zeros({2, 4, 4, 3}, pinned.dtype(torch::kUInt8)), torch::zeros({2}, pinned.dtype(torch::kInt64)),
+                  torch::zeros({2, kEraseColumns}, pinned.dtype(torch::kInt64))};
+  host.erase[1][2] = 2;  // the second image: a 2 x 3 box at (1, 1)
+  host.erase[1][3] = 3;
+  host.erase[1][0] = 1;
+  host.erase[1][1] = 1;
+  DeviceStager stager(kCuda);
+  ImageBatch batch = stager.stage(host);
+  stager.ready(batch);
+  ASSERT_TRUE(batch.erase.is_cuda());
+  auto x = torch::ones({2, 3, 4, 4}, torch::TensorOptions().device(kCuda));
+  erase_batch(x, batch.erase, ErasingValue::zero);
+  EXPECT_EQ(x[0].sum().item<float>(), 48.0f);
+  EXPECT_EQ(x[1].sum().item<float>(), 48.0f - 3 * 6);
 }
 
 }  // namespace

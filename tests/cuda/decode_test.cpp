@@ -200,7 +200,24 @@ TEST(CudaDecode, ADamagedFileInAGpuBatchIsRecordedNotACrash) {
   const std::shared_ptr<BatchDecoder> decoder = make_batch_decoder(DecodeDevice::cuda, kGpu);
   EXPECT_FALSE(images_of(source, data, decoder, true, 0, bad).empty());
   EXPECT_EQ(bad->distinct(), 1u);
-  EXPECT_GT(decoder->take_counts().failed, 0);
+  const DecodeCounts n = decoder->take_counts();
+  std::printf("damaged file: %lld failed nvJPEG calls, %lld by nvJPEG, %lld by the CPU, %lld unreadable\n",
+              static_cast<long long>(n.failed_calls), static_cast<long long>(n.gpu), static_cast<long long>(n.cpu),
+              static_cast<long long>(n.failed));
+  EXPECT_GT(n.failed, 0);
+  // The failed batch is split until the damaged file is alone: its good images stay on the GPU.
+  EXPECT_EQ(n.cpu, 0) << "good images of the damaged file's batch were decoded by the CPU";
+  EXPECT_GT(n.gpu, 0);
+}
+
+// The check for images nvJPEG leaves unwritten, on the device: a hand-zeroed region is found, a written one is not.
+TEST(CudaDecode, BlankRegionsAreFoundOnTheDevice) {
+  REQUIRE_NVJPEG();
+  auto pixels = torch::randint(1, 256, {40000}, torch::TensorOptions().dtype(torch::kUInt8).device(kGpu));
+  const std::vector<int64_t> offsets{0, 10000, 10300}, lengths{10000, 300, 29700};
+  EXPECT_TRUE(blank_regions(pixels, offsets, lengths).empty());
+  pixels.narrow(0, 10000, 300).zero_();
+  EXPECT_EQ(blank_regions(pixels, offsets, lengths), std::vector<size_t>{1});
 }
 
 // Damaged scan data (headers and tables intact, garbage where the entropy-coded data starts): libjpeg decodes
