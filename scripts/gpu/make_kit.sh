@@ -6,7 +6,11 @@
 #   - Debian 12's CLI11, spdlog + fmt, nlohmann-json, GoogleTest and Gloo's headers, files and CMake packages as installed
 #     (their CMake files find the rest relative to themselves, so the tree works wherever it is unpacked);
 #   - a minimal static OpenCV 4.6 (core, imgproc, imgcodecs with JPEG and PNG only), built from Debian's source
-#     package, with Debian's static libjpeg, libpng and zlib, and a small relocatable OpenCVConfig.cmake.
+#     package, with Debian's static libjpeg, libpng and zlib, and a small relocatable OpenCVConfig.cmake;
+#   - libjpeg-turbo's headers beside its static library (the trainer's own crop decode calls it), so that the build
+#     there never takes the device image's jpeg headers, or finds none;
+#   - kit/FORMAT, the kit's format number: check.sh refuses an older kit at once, before a build that would fail.
+# libcurl and ONNX stay out: check.sh builds without them (no downloads, no ONNX export on the GPU machine).
 # Runs here (Debian 12, after scripts/setup.sh); downloads only Debian's opencv source package. The OpenCV build
 # takes about ten minutes on 2 cores and is cached in OUT_DIR/opencv-install.
 #   scripts/gpu/make_kit.sh [OUT_DIR]
@@ -67,7 +71,10 @@ mkdir -p "$stage/kit/usr/opencv/lib" "$stage/kit/usr/opencv/include" "$stage/kit
 cp -r "$opencv/include/opencv4" "$stage/kit/usr/opencv/include/"
 cp "$opencv"/lib/libopencv_{imgcodecs,imgproc,core}.a "$stage/kit/usr/opencv/lib/"
 cp /usr/lib/x86_64-linux-gnu/{libjpeg.a,libpng16.a,libz.a} "$stage/kit/usr/opencv/lib/"
-cp /usr/include/{zlib.h,zconf.h} "$stage/kit/usr/opencv/include/"
+cp /usr/include/{zlib.h,zconf.h,jpeglib.h,jerror.h,jmorecfg.h} /usr/include/x86_64-linux-gnu/jconfig.h \
+  "$stage/kit/usr/opencv/include/"
+# The kit's format: 2 adds the jpeg headers. check.sh requires at least this number.
+echo "2 jpeg-headers" >"$stage/kit/FORMAT"
 cat >"$stage/kit/usr/lib/cmake/opencv4/OpenCVConfig.cmake" <<'CONFIG'
 # The kit's static OpenCV (core, imgproc, imgcodecs with JPEG and PNG): paths relative to this file.
 get_filename_component(_kit_opencv "${CMAKE_CURRENT_LIST_DIR}/../../../opencv" ABSOLUTE)
@@ -82,7 +89,9 @@ cat >"$stage/kit/README" <<'README'
 trainer's GPU build kit (scripts/gpu/make_kit.sh). Build with:
   cmake -S REPO -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="KIT/usr;$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
-    -DZLIB_ROOT=KIT/usr/opencv
+    -DZLIB_ROOT=KIT/usr/opencv -DJPEG_INCLUDE_DIR=KIT/usr/opencv/include \
+    -DJPEG_LIBRARY=KIT/usr/opencv/lib/libjpeg.a -DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON \
+    -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON
 scripts/gpu/check.sh does this and the rest.
 README
 tar -czf "$out/gpu-kit.tar.gz" -C "$stage" kit
