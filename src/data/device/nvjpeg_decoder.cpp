@@ -221,7 +221,7 @@ class NvjpegDecoder final : public BatchDecoder {
   void open_hardware(unsigned int flags) {
     const nvjpegStatus_t strict = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &handle_);
     nvjpegStatus_t created = strict;
-    if (strict != NVJPEG_STATUS_SUCCESS && flags != 0) {
+    if (strict != NVJPEG_STATUS_SUCCESS && strict != NVJPEG_STATUS_ARCH_MISMATCH && flags != 0) {
       handle_ = nullptr;
       created = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle_);
       if (created == NVJPEG_STATUS_SUCCESS)
@@ -326,8 +326,8 @@ class NvjpegDecoder final : public BatchDecoder {
       if (log_ && !failure_logged_) {
         failure_logged_ = true;
         log_->warn(
-            "decode: nvJPEG failed on a batch of {} images ({}); such batches are decoded by the CPU, "
-            "counted as decode_failed_calls per epoch (a damaged file among them is named as it fails)",
+            "decode: nvJPEG failed on a batch of {} images ({}); such batches are split until what fails is "
+            "alone, which the CPU decodes (counted as decode_failed_calls per epoch; a damaged file is named)",
             n, status_name(s));
       }
       return false;
