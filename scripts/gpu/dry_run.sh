@@ -23,8 +23,9 @@ mknod "$hide/upper/x86_64-linux-gnu/jconfig.h" c 0 0
 status=0
 for part in "${parts[@]}"; do
   begin=$(date +%s)
-  # A fresh build folder per dry run: the kit's paths must configure from nothing.
-  [[ $part == "${parts[0]}" ]] && rm -rf build/gpu/build
+  # A fresh build folder per dry run, so that the kit's paths configure from nothing (TRAINER_DRY_RUN_KEEP_BUILD=1
+  # keeps the last one, as a warm GPU machine would between calls).
+  [[ $part == "${parts[0]}" && ${TRAINER_DRY_RUN_KEEP_BUILD:-0} != 1 ]] && rm -rf build/gpu/build
   unshare -m bash -c '
     mount -t overlay overlay -o "lowerdir=/usr/include,upperdir=$1/upper,workdir=$1/work" /usr/include || exit 1
     [[ ! -e /usr/include/jpeglib.h && ! -e /usr/include/x86_64-linux-gnu/jconfig.h ]] || { echo "dry_run: jpeg headers still visible" >&2; exit 1; }
