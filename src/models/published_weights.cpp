@@ -19,6 +19,7 @@ std::vector<PublishedWeights> torchvision_weights(const std::string& arch) {
       {"resnext50_32x4d", {"IMAGENET1K_V2", "resnext50_32x4d-1a0047aa.pth", 25028904, 81.198, 232}},
       {"resnext101_32x8d", {"IMAGENET1K_V1", "resnext101_32x8d-8ba56ff5.pth", 88791336, 79.312, 256}},
       {"resnext101_32x8d", {"IMAGENET1K_V2", "resnext101_32x8d-110c445d.pth", 88791336, 82.834, 232}},
+      {"resnext101_64x4d", {"IMAGENET1K_V1", "resnext101_64x4d-173b62eb.pth", 83455272, 83.246, 232}},
       {"wide_resnet50_2", {"IMAGENET1K_V1", "wide_resnet50_2-95faca4d.pth", 68883240, 78.468, 256}},
       {"wide_resnet50_2", {"IMAGENET1K_V2", "wide_resnet50_2-9ba9bcbe.pth", 68883240, 81.602, 232}},
       {"wide_resnet101_2", {"IMAGENET1K_V1", "wide_resnet101_2-32ee1156.pth", 126886696, 78.848, 256}},

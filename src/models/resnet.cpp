@@ -29,6 +29,7 @@ const std::vector<std::pair<std::string, ResNetSpec>>& resnet_specs() {
       {"wide_resnet101_2", {/*bottleneck=*/true, /*blocks=*/{3, 4, 23, 3}, /*groups=*/1, /*width_per_group=*/128}},
       {"resnext50_32x4d", {/*bottleneck=*/true, /*blocks=*/{3, 4, 6, 3}, /*groups=*/32, /*width_per_group=*/4}},
       {"resnext101_32x8d", {/*bottleneck=*/true, /*blocks=*/{3, 4, 23, 3}, /*groups=*/32, /*width_per_group=*/8}},
+      {"resnext101_64x4d", {/*bottleneck=*/true, /*blocks=*/{3, 4, 23, 3}, /*groups=*/64, /*width_per_group=*/4}},
   };
   return specs;
 }

@@ -98,7 +98,8 @@ INSTANTIATE_TEST_SUITE_P(Torchvision, ResNetCounts,
                                            std::make_tuple("wide_resnet50_2", 68883240, 320, 68951517),
                                            std::make_tuple("wide_resnet101_2", 126886696, 626, 127024656),
                                            std::make_tuple("resnext50_32x4d", 25028904, 320, 25097181),
-                                           std::make_tuple("resnext101_32x8d", 88791336, 626, 88994320)),
+                                           std::make_tuple("resnext101_32x8d", 88791336, 626, 88994320),
+                                           std::make_tuple("resnext101_64x4d", 83455272, 626, 83658256)),
                          [](const auto& info) { return std::get<0>(info.param); });
 
 std::vector<int64_t> shape_of(const torch::nn::Module& model, const std::string& name) {

@@ -31,7 +31,7 @@ struct ResNetSpec {
   int64_t width_per_group = 64;     // 128 for the wide ResNets
 };
 
-// resnet18 ... resnext101_32x8d, in the order they are listed to users.
+// resnet18 ... resnext101_64x4d, in the order they are listed to users.
 const std::vector<std::pair<std::string, ResNetSpec>>& resnet_specs();
 
 struct ResNetOptions {
