@@ -55,6 +55,8 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   // in and the result leaves out (no masked_select, whose size the host must wait for).
   const int64_t cells = classes * classes;
   torch::Tensor confusion = options.confusion ? torch::zeros({cells + 1}, options_i64) : torch::Tensor();
+  // Row 0: each class's images, row 1: those predicted right; column C collects the dropped slots.
+  torch::Tensor per_class = torch::zeros({2, classes + 1}, options_i64);
   EvalResult result;
   const StageDecode decode{options.decoder.get(), {options.bad, BadSlot::drop}};
   torch::Tensor input_buffer;
@@ -73,11 +75,15 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
     correct5 += hits.any(1).sum();
     const auto kept = y.ne(kDroppedLabel);
     counted += kept.sum();
+    const auto truth = torch::where(kept, y, classes);
+    const auto ones = torch::ones_like(truth);
+    per_class[0].scatter_add_(0, truth, ones);
+    per_class[1].scatter_add_(0, torch::where(hits.select(1, 0), truth, classes), ones);
     if (options.confusion) {
       const auto cell = torch::where(kept, y * classes + std::get<1>(top).select(1, 0), cells);
       // A 1-D scatter_add_: deterministic on CUDA (run.deterministic allows it, unlike CUDA's bincount), and
       // integer sums do not depend on their order.
-      confusion.scatter_add_(0, cell, torch::ones_like(cell));
+      confusion.scatter_add_(0, cell, ones);
     }
     if (options.on_batch) {
       // The top-k probabilities are the top-k logits' softmax over all classes.
@@ -89,7 +95,7 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   });
   if (options.group) {  // exact figures of the whole split: every count and sum is added up over the shards
     auto read = torch::tensor(result.read, torch::kInt64);
-    std::vector<torch::Tensor> sums{counted, correct1, correct5, loss_sum, read};
+    std::vector<torch::Tensor> sums{counted, correct1, correct5, loss_sum, read, per_class};
     if (options.confusion) sums.push_back(confusion);
     options.group->all_reduce_sum(sums);
     result.read = read.item<int64_t>();
@@ -100,6 +106,9 @@ EvalResult evaluate(Classifier& model, std::shared_ptr<const ImageSource> data, 
   result.correct5 = correct5.item<int64_t>();
   result.loss_sum = loss_sum.item<double>();
   if (options.confusion) result.confusion = confusion.narrow(0, 0, cells).view({classes, classes}).cpu();
+  const auto counts = per_class.cpu();
+  const auto n = counts.accessor<int64_t, 2>();
+  for (int64_t c = 0; c < classes; ++c) result.classes.push_back({n[0][c], n[1][c]});
   result.seconds = seconds_since(start);
   return result;
 }

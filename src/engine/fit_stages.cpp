@@ -58,7 +58,6 @@ EvalOptions run_eval_options(const Session& s) {
   EvalOptions options = eval_options(s.config, s.device, s.layout.channels_last, s.eval_bad);
   options.group = s.group.get();
   options.decoder = s.decode.decoder;
-  options.confusion = true;  // for the balanced accuracy: a [C, C] count per evaluation
   return options;
 }
 
@@ -94,7 +93,7 @@ EvalResult evaluate_weights(FitRun& r, Classifier& model, bool ema) {
   const std::string decoded = take_decode_counts(s, row);
   r.log.info("eval{} epoch {}: loss {:.4f} top1 {:.4f} ({}/{}) top5 {:.4f} balanced {:.4f} in {:.1f}s{}",
              ema ? " (ema)" : "", s.state.epoch, e.loss(), e.top1(), e.correct1, e.count, e.top5(),
-             balanced_accuracy(per_class_scores(e.confusion)), e.seconds, decoded);
+             balanced_accuracy(e.classes), e.seconds, decoded);
   if (s.metrics) {
     row.lr = r.lr;
     row.loss = e.loss();

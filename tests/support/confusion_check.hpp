@@ -1,5 +1,6 @@
-// evaluate()'s confusion matrix, counted on the model's device, against one counted on the host from the
-// predictions evaluate() hands each batch (on_batch): the unit tests run it on the CPU, the cuda tests on a GPU.
+// evaluate()'s confusion matrix and per-class counts, counted on the model's device, against a matrix counted on the
+// host from the predictions evaluate() hands each batch (on_batch): the unit tests run it on the CPU, the cuda
+// tests on a GPU.
 //   expect_confusion_counts_match(torch::Device(torch::kCUDA, 0));
 #pragma once
 
@@ -46,6 +47,21 @@ inline void expect_confusion_counts_match(const torch::Device& device) {
   EXPECT_TRUE(torch::equal(r.confusion, expected)) << r.confusion << "\n" << expected;
   EXPECT_EQ(r.confusion.sum().item<int64_t>(), 70);
   EXPECT_EQ(r.confusion.diagonal().sum().item<int64_t>(), r.correct1);
+  // The per-class counts every evaluation makes are the matrix's rows and diagonal; without the matrix (every
+  // training evaluation) they are made all the same, and no C x C tensor is.
+  const auto rows = per_class_scores(expected);
+  ASSERT_EQ(r.classes.size(), rows.size());
+  for (size_t c = 0; c < rows.size(); ++c) {
+    EXPECT_EQ(r.classes[c].images, rows[c].images) << c;
+    EXPECT_EQ(r.classes[c].correct, rows[c].correct) << c;
+  }
+  options.confusion = false;
+  options.on_batch = nullptr;
+  const EvalResult plain = evaluate(*model, data, options);
+  EXPECT_FALSE(plain.confusion.defined());
+  ASSERT_EQ(plain.classes.size(), rows.size());
+  for (size_t c = 0; c < rows.size(); ++c) EXPECT_EQ(plain.classes[c].correct, rows[c].correct) << c;
+  EXPECT_EQ(balanced_accuracy(plain.classes), balanced_accuracy(rows));
 }
 
 }  // namespace trainer::testing

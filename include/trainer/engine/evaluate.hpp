@@ -16,6 +16,7 @@
 #include "trainer/data/loader/loaders.hpp"
 #include "trainer/data/sources/image_source.hpp"
 #include "trainer/distributed/collectives.hpp"
+#include "trainer/engine/confusion.hpp"
 #include "trainer/models/classifier.hpp"
 
 namespace trainer {
@@ -29,7 +30,7 @@ struct EvalOptions {
   std::optional<at::ScalarType> autocast;  // forward under autocast in this dtype (train.amp.eval)
   size_t prefetch = 4;
   std::shared_ptr<BadSamples> bad;  // null: an unreadable image is an error
-  bool confusion = false;           // fill EvalResult::confusion
+  bool confusion = false;           // fill EvalResult::confusion (C x C counts: `trainer eval`, not every epoch)
   Collectives* group = nullptr;     // data-parallel: each rank evaluates its shard; the figures are the sums
   // data.decode cuda: the GPU decoder the JPEGs are left encoded for (null: the workers decode them)
   std::shared_ptr<BatchDecoder> decoder;
@@ -52,6 +53,9 @@ struct EvalResult {
   double loss_sum = 0.0;  // summed cross-entropy (no label smoothing)
   double seconds = 0.0;
   torch::Tensor confusion;  // with EvalOptions::confusion: int64 [C, C] on the CPU, rows true class, columns predicted
+  // Per class: its images and how many of them were predicted right (top-1), from every evaluation: 2 x C counts,
+  // what the balanced accuracy needs, where the matrix would take C x C (3.2 GB at 20,000 classes).
+  std::vector<ClassScore> classes;
 
   double loss() const { return count ? loss_sum / static_cast<double>(count) : 0.0; }
   double top1() const { return count ? static_cast<double>(correct1) / static_cast<double>(count) : 0.0; }
