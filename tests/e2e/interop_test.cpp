@@ -196,7 +196,7 @@ TEST(PthInterop, InitFromReadsAPthFileOnTheCommandLine) {
       << refused.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(Torchvision, Interop, ::testing::Values("resnet18", "mnist_cnn"),
+INSTANTIATE_TEST_SUITE_P(Torchvision, Interop, ::testing::Values("resnet18", "mnist_cnn", "resnext101_64x4d"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

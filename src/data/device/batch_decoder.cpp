@@ -53,12 +53,9 @@ std::vector<size_t> blank_regions(const torch::Tensor& pixels, const std::vector
                                   const std::vector<int64_t>& lengths) {
   const auto n = static_cast<int64_t>(offsets.size());
   if (n == 0) return {};
-  auto host = torch::empty({2, n}, torch::kInt64);
-  for (int64_t i = 0; i < n; ++i) {
-    host[0][i] = offsets[static_cast<size_t>(i)];
-    host[1][i] = std::max<int64_t>(1, lengths[static_cast<size_t>(i)]);
-  }
-  const auto where = host.to(pixels.device());
+  std::vector<int64_t> rows(offsets);
+  for (const int64_t length : lengths) rows.push_back(std::max<int64_t>(1, length));
+  const auto where = torch::from_blob(rows.data(), {2, n}, torch::kInt64).to(pixels.device());
   const auto start = where[0].unsqueeze(1), length = where[1].unsqueeze(1);
   // Sample k of a region at its byte floor(k * length / K): evenly spread, and every byte when length <= K.
   const auto k = torch::arange(kBlankSamples, where.options()).unsqueeze(0);
