@@ -232,17 +232,14 @@ LoadedCheckpoint::LoadedCheckpoint(const fs::path& path)
   for (const auto& problem : {archive_pickle_problem(data, file.size()), archive_code_problem(data, file.size())})
     if (problem) throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + *problem + ")");
   c10::IValue meta_value, sums_value;
-  try {
+  // LibTorch's errors of either kind: a TorchScript module without our records, a record of the wrong kind, ...
+  const auto failure = libtorch_failure([&] {
     archive_->load_from(data, file.size());  // copies what it keeps: the mapping ends with this constructor
     archive_->read("meta", meta_value);
     if (archive_->try_read("checksums", sums_value) && sums_value.isString())
       checksums_ = parse_json(sums_value.toStringRef(), nullptr, /*allow_exceptions=*/false);
-  } catch (const c10::Error& e) {
-    throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" +
-                          first_line(e.what_without_backtrace()) + ")");
-  } catch (const std::exception& e) {  // LibTorch's other errors: a TorchScript module without our records, ...
-    throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + first_line(e.what()) + ")");
-  }
+  });
+  if (failure) throw CheckpointError(path.string() + ": not a trainer checkpoint or damaged (" + *failure + ")");
   if (!meta_value.isString()) throw CheckpointError(path.string() + ": not a trainer checkpoint (no metadata)");
   if (!damage.empty()) throw damaged(damaged_part(damage.front().what));
   json j;
