@@ -28,7 +28,7 @@ struct WeightsArgs {
 int run_weights_list(const WeightsArgs& args) {
   const WeightsHub hub = weights_hub_from_environment(nullptr);
   if (!args.arch.empty()) model_row(args.arch);  // an unknown arch: a ConfigError listing the valid ones
-  std::printf("%-18s %-15s %-31s %9s %7s %6s  %s\n", "arch", "name", "file", "size", "top-1", "resize", "cached");
+  std::printf("%-18s %-26s %-40s %9s %7s %11s  %s\n", "arch", "name", "file", "size", "top-1", "eval", "cached");
   for (const ModelRow& row : model_rows()) {
     if (!args.arch.empty() && row.name != args.arch) continue;
     for (size_t i = 0; i < row.weights.size(); ++i) {
@@ -36,16 +36,19 @@ int run_weights_list(const WeightsArgs& args) {
       std::error_code ec;
       const bool cached = fs::is_regular_file(hub.cache_dir / w.file, ec);
       const std::string name = w.name + (i + 1 == row.weights.size() ? " *" : "");
-      std::printf("%-18s %-15s %-31s %6.1f MB %6.2f%% %6lld  %s\n", row.name.c_str(), name.c_str(), w.file.c_str(),
-                  static_cast<double>(w.num_params) * 4 / 1e6, w.top1, static_cast<long long>(w.eval_resize),
-                  cached ? "yes" : "no");
+      const std::string eval = std::to_string(w.eval_resize) + "/" + std::to_string(w.eval_crop) +
+                               (w.interpolation == Interpolation::bicubic ? " bic" : "");
+      std::printf("%-18s %-26s %-40s %6.1f MB %6.2f%% %11s  %s%s\n", row.name.c_str(), name.c_str(), w.file.c_str(),
+                  static_cast<double>(w.num_params) * 4 / 1e6, w.top1, eval.c_str(), cached ? "yes" : "no",
+                  w.licence.empty() ? "" : ("  " + w.licence).c_str());
     }
   }
   const std::string mirror = (hub.mirror.empty() ? "" : "; mirror " + hub.mirror) +
                              (can_download() ? "" : "; this build cannot download (no libcurl): put files there");
   std::printf(
       "* DEFAULT. size: the float32 parameters (the file is a little larger); top-1: ImageNet-1k as torchvision "
-      "reports it, eval images resized to `resize`, center crop 224. Cache %s%s\n",
+      "reports it, with its eval transform: shorter side resized to the first number, center crop of the second "
+      "(bic: bicubic, else bilinear; efficientnet_v2_l's mean and std are 0.5). Cache %s%s\n",
       hub.cache_dir.string().c_str(), mirror.c_str());
   return 0;
 }

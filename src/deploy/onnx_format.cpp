@@ -7,6 +7,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -69,8 +71,8 @@ void set_tensor_type(onnx::ValueInfoProto& v, const std::string& name, const std
 
 class GraphWriter {
  public:
-  GraphWriter(onnx::GraphProto& graph, const LayerGraph& layers, const NamedTensors& tensors)
-      : graph_(graph), layers_(layers) {
+  GraphWriter(onnx::GraphProto& graph, const LayerGraph& layers, const NamedTensors& tensors, int64_t opset)
+      : graph_(graph), layers_(layers), opset_(opset) {
     for (const auto& [name, value] : tensors) tensors_.emplace(name, value);
   }
 
@@ -121,6 +123,41 @@ class GraphWriter {
           set_int(n, "transB", 1);
           break;
         }
+        case LayerKind::silu: {  // x * sigmoid(x): ONNX has no SiLU operator at these opsets
+          const std::string s = step("Sigmoid", {value(l.inputs[0])}, l);
+          node("Mul", {value(l.inputs[0]), s}, l);
+          break;
+        }
+        case LayerKind::sigmoid: node("Sigmoid", {value(l.inputs[0])}, l); break;
+        case LayerKind::hardswish:
+          if (opset_ >= 14) {
+            node("HardSwish", {value(l.inputs[0])}, l);
+          } else {
+            const std::string s = hard_sigmoid(value(l.inputs[0]), l);
+            node("Mul", {value(l.inputs[0]), s}, l);
+          }
+          break;
+        case LayerKind::hardsigmoid: hard_sigmoid(value(l.inputs[0]), l, /*last=*/true); break;
+        case LayerKind::gelu: {  // the exact GELU as primitives: x * 0.5 * (1 + erf(x / sqrt(2)))
+          const std::string x = value(l.inputs[0]);
+          const std::string e = step("Erf", {step("Div", {x, scalar(std::sqrt(2.0))}, l)}, l);
+          const std::string half = step("Mul", {x, scalar(0.5)}, l);
+          node("Mul", {half, step("Add", {e, scalar(1.0)}, l)}, l);
+          break;
+        }
+        case LayerKind::mul: node("Mul", {value(l.inputs[0]), value(l.inputs[1])}, l); break;
+        case LayerKind::squeeze: node("GlobalAveragePool", {value(l.inputs[0])}, l); break;
+        case LayerKind::scale: node("Mul", {value(l.inputs[0]), weight(l.param)}, l); break;
+        case LayerKind::layer_norm_2d: layer_norm_2d(l); break;
+        case LayerKind::pixel_linear: {  // a 1x1 convolution with the Linear's weight [O, I] as [O, I, 1, 1]
+          const torch::Tensor w = tensors_.at(l.param + ".weight");
+          auto& n = node("Conv",
+                         {value(l.inputs[0]), constant(l.param + ".weight_1x1", w.reshape({w.size(0), w.size(1), 1, 1})),
+                          weight(l.param + ".bias")},
+                         l);
+          set_ints(n, "kernel_shape", {1, 1});
+          break;
+        }
       }
     }
   }
@@ -141,25 +178,89 @@ class GraphWriter {
     return *n;
   }
 
+  // A node of a layer written as several: its output is a fresh value "<layer output>_<n>", returned.
+  std::string step(const std::string& op, const std::vector<std::string>& inputs, const Layer& l) {
+    auto& n = node(op, inputs, l);
+    const std::string out = l.output + "_" + std::to_string(++steps_);
+    n.set_output(0, out);
+    n.set_name(n.name() + "_" + std::to_string(steps_));
+    return out;
+  }
+
+  // PyTorch's hardsigmoid, relu6(x + 3) / 6, as ONNX's HardSigmoid(alpha 1/6, beta 1/2); the layer's output when
+  // `last`, else an intermediate value.
+  std::string hard_sigmoid(const std::string& x, const Layer& l, bool last = false) {
+    onnx::NodeProto* n = nullptr;
+    std::string out = value(l.output);
+    if (last) {
+      n = &node("HardSigmoid", {x}, l);
+    } else {
+      out = step("HardSigmoid", {x}, l);
+      n = graph_.mutable_node(graph_.node_size() - 1);
+    }
+    set_float(*n, "alpha", 1.0f / 6);
+    set_float(*n, "beta", 0.5f);
+    return out;
+  }
+
+  // LayerNorm over axis 1 of [N, C, H, W] from primitives that OpenCV 4.6 runs (it has no LayerNormalization, and
+  // its Sub/Div cannot broadcast [N, 1, H, W] against [N, C, H, W] when H = W = 1): the channel mean as a 1x1
+  // convolution to one channel (weights 1/C), spread back to C channels by another (weights 1), so every
+  // elementwise node sees equal shapes; 4C multiply-adds a pixel, against the block's 8C^2.
+  //   d = x - mean_c(x);  y = d * (weight * (mean_c(d * d) + eps)^-1/2) + bias
+  void layer_norm_2d(const Layer& l) {
+    const std::string x = value(l.inputs[0]);
+    const torch::Tensor w = tensors_.at(l.param + ".weight"), b = tensors_.at(l.param + ".bias");
+    const int64_t c = w.size(0);
+    const std::string mean_kernel = constant("channel_mean_" + std::to_string(c), torch::full({1, c, 1, 1}, 1.0 / c));
+    const std::string spread_kernel = constant("channel_spread_" + std::to_string(c), torch::ones({c, 1, 1, 1}));
+    auto conv1x1 = [&](const std::string& in, const std::string& kernel) {
+      const std::string out = step("Conv", {in, kernel}, l);
+      set_ints(*graph_.mutable_node(graph_.node_size() - 1), "kernel_shape", {1, 1});
+      return out;
+    };
+    const std::string d = step("Sub", {x, conv1x1(conv1x1(x, mean_kernel), spread_kernel)}, l);
+    const std::string var = conv1x1(step("Mul", {d, d}, l), mean_kernel);
+    const std::string pow = step("Pow", {step("Add", {var, scalar(l.eps)}, l), scalar(-0.5)}, l);
+    const std::string scale = conv1x1(pow, constant(l.param + ".weight_c111", w.reshape({c, 1, 1, 1})));
+    node("Add", {step("Mul", {d, scale}, l), constant(l.param + ".bias_c11", b.reshape({c, 1, 1}))}, l);
+  }
+
+  // A float scalar initializer, one per value.
+  std::string scalar(double v) {
+    char name[48];
+    std::snprintf(name, sizeof name, "const_%.9g", v);
+    return constant(name, torch::tensor(static_cast<float>(v)));
+  }
+
+  // An initializer the state dict does not hold under this name (a reshaped or derived tensor); added once.
+  std::string constant(const std::string& name, const torch::Tensor& value) {
+    if (!tensors_.count(name)) tensors_.emplace(name, value);
+    return weight(name);
+  }
+
   // Adds the parameter as an initializer once; returns its name.
   const std::string& weight(const std::string& name) {
     if (written_.insert(name).second) {
       const auto it = tensors_.find(name);
       if (it == tensors_.end()) throw ExportError("ONNX export: the model has no tensor \"" + name + "\"");
-      const torch::Tensor t = it->second.to(torch::kFloat).contiguous();
+      const bool integer = it->second.scalar_type() == torch::kLong;
+      const torch::Tensor t = integer ? it->second.contiguous() : it->second.to(torch::kFloat).contiguous();
       auto* init = graph_.add_initializer();
       init->set_name(name);
-      init->set_data_type(onnx::TensorProto::FLOAT);
+      init->set_data_type(integer ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
       for (int64_t d : t.sizes()) init->add_dims(d);
-      init->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.numel() * sizeof(float)));
+      init->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size()));
     }
     return *written_.find(name);
   }
 
   onnx::GraphProto& graph_;
   const LayerGraph& layers_;
+  int64_t opset_;
   std::map<std::string, torch::Tensor> tensors_;
   std::set<std::string> written_;
+  int steps_ = 0;
 };
 
 std::string onnx_serialize(const ExportRequest& r) {
@@ -190,7 +291,7 @@ std::string onnx_serialize(const ExportRequest& r) {
   set_tensor_type(*graph.add_output(), "logits", {batch, std::to_string(r.num_classes)});
   NamedTensors tensors = r.parameters;
   tensors.insert(tensors.end(), r.buffers.begin(), r.buffers.end());
-  GraphWriter(graph, r.graph, tensors).write();
+  GraphWriter(graph, r.graph, tensors, opset).write();
   try {
     onnx::checker::check_model(model);
     // Strict inference: every node's output type and shape must follow from the input's, ending at [batch, classes].
@@ -217,9 +318,23 @@ cv::dnn::Net read_onnx_net(const std::string& bytes, const std::string& source) 
   return net;
 }
 
-// Runs the file in OpenCV's DNN module. The network is read again when the input's shape changes: OpenCV 4.10
-// gives wrong logits when a network that ran one batch size runs another (4.6 does not), while a network read
-// for the shape is right in both.
+// The file with its symbolic batch dimension (input and logits) set to `batch`. OpenCV 4.6 plans a graph with a
+// symbolic batch for one image: a squeeze-excitation Mul of [N, C, 1, 1] by [N, C, H, W] then stops at N > 1.
+std::string with_batch(const std::string& bytes, int64_t batch) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) return bytes;
+  auto fix = [batch](onnx::ValueInfoProto& v) {
+    auto* shape = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() > 0 && !shape->dim(0).has_dim_value()) shape->mutable_dim(0)->set_dim_value(batch);
+  };
+  for (auto& v : *model.mutable_graph()->mutable_input()) fix(v);
+  for (auto& v : *model.mutable_graph()->mutable_output()) fix(v);
+  std::string out;
+  return model.SerializeToString(&out) ? out : bytes;
+}
+
+// Runs the file in OpenCV's DNN module, the network read for each input shape (with_batch): OpenCV 4.10 also gives
+// wrong logits when a network that ran one batch size runs another, while a network read for the shape is right.
 class OpenCvDnnClassifier final : public Classifier {
  public:
   OpenCvDnnClassifier(std::shared_ptr<const std::string> bytes, std::string source, cv::dnn::Net net)
@@ -228,7 +343,7 @@ class OpenCvDnnClassifier final : public Classifier {
   torch::Tensor forward(torch::Tensor images) override {
     const torch::Tensor x = images.to(torch::kCPU, torch::kFloat).contiguous();
     std::vector<int> shape(x.sizes().begin(), x.sizes().end());
-    if (!shape_.empty() && shape != shape_) net_ = read_onnx_net(*bytes_, source_);
+    if (shape != shape_) net_ = read_onnx_net(with_batch(*bytes_, x.size(0)), source_);
     shape_ = shape;
     const cv::Mat blob(static_cast<int>(shape.size()), shape.data(), CV_32F, x.data_ptr());
     net_.setInput(blob);

@@ -66,6 +66,21 @@ std::string forward_source(const LayerGraph& g) {
       case LayerKind::global_avg_pool: call = "torch.mean(" + x + ", [2, 3])"; break;
       case LayerKind::flatten: call = "torch.flatten(" + x + ", 1)"; break;
       case LayerKind::linear: call = "torch.linear(" + x + ", " + p + ".weight, " + p + ".bias)"; break;
+      case LayerKind::silu: call = "torch.silu(" + x + ")"; break;
+      case LayerKind::sigmoid: call = "torch.sigmoid(" + x + ")"; break;
+      case LayerKind::hardswish: call = "torch.hardswish(" + x + ")"; break;
+      case LayerKind::hardsigmoid: call = "torch.hardsigmoid(" + x + ")"; break;
+      case LayerKind::gelu: call = "torch.gelu(" + x + ")"; break;
+      case LayerKind::mul: call = "torch.mul(" + x + ", " + l.inputs[1] + ")"; break;
+      case LayerKind::squeeze: call = "torch.mean(" + x + ", [2, 3], True)"; break;
+      case LayerKind::scale: call = "torch.mul(" + x + ", " + p + ")"; break;
+      case LayerKind::layer_norm_2d:  // over the channels, as torchvision's LayerNorm2d: permute, normalise, back
+        call = "torch.layer_norm(" + x + ".permute([0, 2, 3, 1]), [" + p + ".weight.size(0)], " + p + ".weight, " +
+               p + ".bias, " + script_number(l.eps) + ", False).permute([0, 3, 1, 2])";
+        break;
+      case LayerKind::pixel_linear:
+        call = "torch.linear(" + x + ".permute([0, 2, 3, 1]), " + p + ".weight, " + p + ".bias).permute([0, 3, 1, 2])";
+        break;
     }
     src += "    " + l.output + " = " + call + "\n";
   }
@@ -78,7 +93,8 @@ std::string module_type(const LayerGraph& g, const std::string& prefix) {
     if (l.param == prefix) {
       if (l.kind == LayerKind::conv) return "Conv2d";
       if (l.kind == LayerKind::batch_norm) return "BatchNorm2d";
-      if (l.kind == LayerKind::linear) return "Linear";
+      if (l.kind == LayerKind::linear || l.kind == LayerKind::pixel_linear) return "Linear";
+      if (l.kind == LayerKind::layer_norm_2d) return "LayerNorm";
     }
   return "Module";
 }

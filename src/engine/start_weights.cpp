@@ -50,10 +50,20 @@ StartWeights locate_start_weights(const ModelConfig& model, const WeightsHub& hu
     return StartWeights{std::move(file), key + " " + spec + about, /*replace_head=*/!legacy};
   };
   const ModelRow& row = model_row(model.arch);
-  if (const PublishedWeights* w = published(row, spec))
-    return found(
-        fetch_into_cache(hub, torchvision_weights_address() + w->file, w->file),
-        " (" + w->file + ", torchvision's ImageNet-1k weights, top-1 " + fmt::format("{:.3f}", w->top1) + "%)");
+  if (const PublishedWeights* w = published(row, spec)) {
+    const std::string about =
+        " (" + w->file + ", torchvision's ImageNet-1k weights, top-1 " + fmt::format("{:.3f}", w->top1) +
+        "% with eval resize " + std::to_string(w->eval_resize) + ", crop " + std::to_string(w->eval_crop) + ", " +
+        enum_name(interpolations(), w->interpolation) + (w->licence.empty() ? "" : "; " + w->licence) + ")";
+    std::error_code ec;
+    if (!hub.cache_dir.empty() && !fs::is_regular_file(hub.cache_dir / w->file, ec))
+      for (const auto& earlier : w->earlier_files)  // the same file, downloaded under its first name
+        if (fs::is_regular_file(hub.cache_dir / earlier, ec)) {
+          if (hub.say) hub.say(earlier + ": in the cache (" + w->file + "'s earlier name), " + (hub.cache_dir / earlier).string());
+          return found(hub.cache_dir / earlier, about);
+        }
+    return found(fetch_into_cache(hub, torchvision_weights_address() + w->file, w->file), about);
+  }
   if (is_address(spec)) {
     WeightsHub direct = hub;
     direct.mirror.clear();  // the mirror stands in for torchvision's address, not for the user's own

@@ -118,6 +118,7 @@ void restore_module(torch::serialize::InputArchive& archive, torch::nn::Module& 
   for (auto& item : module.named_parameters(/*recurse=*/false)) restore(item.key(), item.value(), false);
   for (auto& item : module.named_buffers(/*recurse=*/false)) restore(item.key(), item.value(), true);
   for (const auto& child : module.named_children()) {
+    if (!child.value()->is_serializable()) continue;  // Module::save skips these too (nn::Functional)
     torch::serialize::InputArchive sub;
     if (!archive.try_read(child.key(), sub)) problems.push_back("missing " + prefix + child.key() + ".*");
     else restore_module(sub, *child.value(), prefix + child.key() + ".", problems);

@@ -37,12 +37,18 @@ bool same_kind(const torch::Tensor& a, const torch::Tensor& b) {
          (a.scalar_type() == torch::kBool) == (b.scalar_type() == torch::kBool);
 }
 
+// PyTorch's state_dict order: a module's own parameters, then its own buffers, then each child's, depth first.
+void append_state(const torch::nn::Module& module, const std::string& prefix, NamedTensors& state) {
+  for (const auto& p : module.named_parameters(/*recurse=*/false)) state.emplace_back(prefix + p.key(), p.value());
+  for (const auto& b : module.named_buffers(/*recurse=*/false)) state.emplace_back(prefix + b.key(), b.value());
+  for (const auto& child : module.named_children()) append_state(*child.value(), prefix + child.key() + ".", state);
+}
+
 }  // namespace
 
 NamedTensors model_state(const torch::nn::Module& model) {
   NamedTensors state;
-  for (const auto& p : model.named_parameters()) state.emplace_back(p.key(), p.value());
-  for (const auto& b : model.named_buffers()) state.emplace_back(b.key(), b.value());
+  append_state(model, "", state);
   return state;
 }
 

@@ -2,6 +2,10 @@
 
 #include <utility>
 
+#include "trainer/models/convnext.hpp"
+#include "trainer/models/efficientnet.hpp"
+#include "trainer/models/mobilenet_v3.hpp"
+#include "trainer/models/regnet.hpp"
 #include "trainer/models/resnet.hpp"
 #include "trainer/models/simple_cnn.hpp"
 #include "trainer/util/error.hpp"
@@ -11,30 +15,115 @@ namespace trainer {
 namespace {
 
 ClassifierPtr build_simple_cnn(const ModelConfig& m, const ImageShape& in) {
-  if (m.stem != StemKind::imagenet || m.zero_init_residual)
-    throw ConfigError("model.stem and model.zero_init_residual apply to ResNets; mnist_cnn has neither");
   return std::make_shared<SimpleCnn>(SimpleCnnOptions{/*in_channels=*/m.in_channels, /*num_classes=*/m.num_classes,
                                                       /*height=*/in.height, /*width=*/in.width, /*dropout=*/m.dropout});
+}
+
+// A row of a torchvision family: ends in adaptive pooling, so any image size from min_size up.
+ModelRow family_row(const std::string& name, ModelRow::Builder build, std::vector<std::string> head) {
+  ModelRow row;
+  row.name = name;
+  row.build = std::move(build);
+  row.channels_last_on_cuda = true;
+  row.any_input_size = true;
+  row.head = std::move(head);
+  row.weights = torchvision_weights(name);
+  return row;
+}
+
+void add_resnets(std::vector<ModelRow>& t) {
+  // Every ResNet (plain, wide, ResNeXt) runs its convolutions fastest in channels_last on tensor cores.
+  for (const auto& [name, spec] : resnet_specs()) {
+    ModelRow row = family_row(
+        name,
+        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+          return std::make_shared<ResNet>(ResNetOptions{/*spec=*/spec, /*in_channels=*/m.in_channels,
+                                                        /*num_classes=*/m.num_classes, /*stem=*/m.stem,
+                                                        /*dropout=*/m.dropout,
+                                                        /*zero_init_residual=*/m.zero_init_residual});
+        },
+        {"fc.*"});
+    row.resnet_options = true;
+    t.push_back(std::move(row));
+  }
+}
+
+void add_convnexts(std::vector<ModelRow>& t) {
+  for (const auto& [name, spec] : convnext_specs()) {
+    ModelRow row = family_row(
+        name,
+        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+          return std::make_shared<ConvNeXt>(spec, m.in_channels, m.num_classes, m.dropout, m.stochastic_depth);
+        },
+        {"classifier.2.*"});
+    row.stochastic_depth = spec.stochastic_depth;
+    row.has_stochastic_depth = true;
+    row.min_size = 32;
+    t.push_back(std::move(row));
+  }
+}
+
+void add_efficientnets(std::vector<ModelRow>& t) {
+  for (const auto& [name, spec] : efficientnet_specs()) {
+    ModelRow row = family_row(
+        name,
+        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+          return std::make_shared<EfficientNet>(spec, m.in_channels, m.num_classes, m.dropout, m.stochastic_depth);
+        },
+        {"classifier.1.*"});
+    row.dropout = spec.dropout;
+    row.stochastic_depth = spec.stochastic_depth;
+    row.has_stochastic_depth = true;
+    t.push_back(std::move(row));
+  }
+}
+
+void add_mobilenets(std::vector<ModelRow>& t) {
+  for (const auto& [name, spec] : mobilenet_v3_specs()) {
+    ModelRow row = family_row(
+        name,
+        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+          return std::make_shared<MobileNetV3>(spec, m.in_channels, m.num_classes, m.dropout);
+        },
+        {"classifier.3.*"});
+    row.dropout = 0.2;
+    t.push_back(std::move(row));
+  }
+}
+
+void add_regnets(std::vector<ModelRow>& t) {
+  for (const auto& [name, spec] : regnet_specs())
+    t.push_back(family_row(
+        name,
+        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+          return std::make_shared<RegNet>(spec, m.in_channels, m.num_classes, m.dropout);
+        },
+        {"fc.*"}));
+}
+
+// model.dropout / model.stochastic_depth: -1 is the row's own value; anything else below 0 is a mistake.
+double resolved(double value, double own, const char* key) {
+  if (value == -1) return own;
+  if (value < 0)
+    throw ConfigError(std::string("model.") + key + ": expected -1 (the architecture's own) or a value in [0, 0.99], got " +
+                      format_number(value));
+  return value;
 }
 
 }  // namespace
 
 const std::vector<ModelRow>& model_rows() {
   static const std::vector<ModelRow> rows = [] {
-    std::vector<ModelRow> t{{"mnist_cnn", build_simple_cnn, /*channels_last_on_cuda=*/false, /*any_input_size=*/false,
-                             /*head=*/{"fc2.*"}, /*weights=*/{}}};
-    // Every ResNet (plain, wide, ResNeXt) ends in adaptive pooling and runs its convolutions fastest in
-    // channels_last on tensor cores.
-    for (const auto& [name, spec] : resnet_specs()) {
-      auto build = [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
-        return std::make_shared<ResNet>(ResNetOptions{/*spec=*/spec, /*in_channels=*/m.in_channels,
-                                                      /*num_classes=*/m.num_classes, /*stem=*/m.stem,
-                                                      /*dropout=*/m.dropout,
-                                                      /*zero_init_residual=*/m.zero_init_residual});
-      };
-      t.push_back({name, build, /*channels_last_on_cuda=*/true, /*any_input_size=*/true, /*head=*/{"fc.*"},
-                   /*weights=*/torchvision_weights(name)});
-    }
+    ModelRow cnn;
+    cnn.name = "mnist_cnn";
+    cnn.build = build_simple_cnn;
+    cnn.head = {"fc2.*"};
+    std::vector<ModelRow> t{cnn};
+    add_resnets(t);
+    add_convnexts(t);
+    add_efficientnets(t);
+    add_mobilenets(t);
+    add_regnets(t);
     return t;
   }();
   return rows;
@@ -62,7 +151,19 @@ ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
   if (input.channels != model.in_channels)
     throw ConfigError("model.in_channels: the data has " + std::to_string(input.channels) +
                       " channel(s) but model.in_channels is " + std::to_string(model.in_channels));
-  return model_row(model.arch).build(model, input);
+  const ModelRow& row = model_row(model.arch);
+  if (!row.resnet_options && (model.stem != StemKind::imagenet || model.zero_init_residual))
+    throw ConfigError("model.stem and model.zero_init_residual apply to ResNets; " + model.arch + " has neither");
+  if (input.height < row.min_size || input.width < row.min_size)
+    throw ConfigError("data: " + model.arch + " takes images of at least " + std::to_string(row.min_size) + "x" +
+                      std::to_string(row.min_size) + " pixels, got " + std::to_string(input.height) + "x" +
+                      std::to_string(input.width));
+  ModelConfig m = model;
+  m.dropout = resolved(model.dropout, row.dropout, "dropout");
+  m.stochastic_depth = resolved(model.stochastic_depth, row.stochastic_depth, "stochastic_depth");
+  if (m.stochastic_depth > 0 && !row.has_stochastic_depth)
+    throw ConfigError("model.stochastic_depth: " + model.arch + " has no residual branches it drops; leave it at -1 or 0");
+  return row.build(m, input);
 }
 
 void place_model(Classifier& model, const torch::Device& device, bool channels_last) {

@@ -69,6 +69,38 @@ std::string LayerGraph::linear(const std::string& x, const std::string& param) {
   return append(make_layer(LayerKind::linear, {x}, param));
 }
 
+std::string LayerGraph::activation(const std::string& x, LayerKind kind) {
+  switch (kind) {
+    case LayerKind::relu:
+    case LayerKind::silu:
+    case LayerKind::sigmoid:
+    case LayerKind::hardswish:
+    case LayerKind::hardsigmoid:
+    case LayerKind::gelu: return append(make_layer(kind, {x}));
+    default: throw UsageError(std::string("layer graph: ") + layer_kind_name(kind) + " is not an activation");
+  }
+}
+
+std::string LayerGraph::mul(const std::string& a, const std::string& b) {
+  return append(make_layer(LayerKind::mul, {a, b}));
+}
+
+std::string LayerGraph::squeeze(const std::string& x) { return append(make_layer(LayerKind::squeeze, {x})); }
+
+std::string LayerGraph::scale(const std::string& x, const std::string& tensor) {
+  return append(make_layer(LayerKind::scale, {x}, tensor));
+}
+
+std::string LayerGraph::layer_norm_2d(const std::string& x, const std::string& param, double eps) {
+  Layer l = make_layer(LayerKind::layer_norm_2d, {x}, param);
+  l.eps = eps;
+  return append(std::move(l));
+}
+
+std::string LayerGraph::pixel_linear(const std::string& x, const std::string& param) {
+  return append(make_layer(LayerKind::pixel_linear, {x}, param));
+}
+
 const char* layer_kind_name(LayerKind kind) {
   switch (kind) {
     case LayerKind::conv: return "conv";
@@ -79,6 +111,16 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::global_avg_pool: return "global_avg_pool";
     case LayerKind::flatten: return "flatten";
     case LayerKind::linear: return "linear";
+    case LayerKind::silu: return "silu";
+    case LayerKind::sigmoid: return "sigmoid";
+    case LayerKind::hardswish: return "hardswish";
+    case LayerKind::hardsigmoid: return "hardsigmoid";
+    case LayerKind::gelu: return "gelu";
+    case LayerKind::mul: return "mul";
+    case LayerKind::squeeze: return "squeeze";
+    case LayerKind::scale: return "scale";
+    case LayerKind::layer_norm_2d: return "layer_norm_2d";
+    case LayerKind::pixel_linear: return "pixel_linear";
   }
   return "?";
 }

@@ -85,7 +85,10 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
 
 }  // namespace
 
-SyncBatchNorm2dImpl::SyncBatchNorm2dImpl(int64_t features) : features_(features) { reset(); }
+SyncBatchNorm2dImpl::SyncBatchNorm2dImpl(int64_t features, double eps, double momentum)
+    : features_(features), eps_(eps), momentum_(momentum) {
+  reset();
+}
 
 void SyncBatchNorm2dImpl::reset() {
   weight = register_parameter("weight", torch::ones({features_}));

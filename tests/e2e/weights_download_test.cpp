@@ -237,8 +237,9 @@ TEST(WeightsCommand, ListsTheNamesFilesAndSizesAndRefusesUnknownNames) {
   TempDir dir;
   const auto list = run_command(with_cache(dir / "th") + "weights list resnet50");
   ASSERT_EQ(list.exit_code, 0) << list.output;
-  EXPECT_NE(list.output.find("IMAGENET1K_V1   resnet50-0676ba61.pth"), std::string::npos) << list.output;
-  EXPECT_NE(list.output.find("IMAGENET1K_V2 * resnet50-11ad3fa6.pth"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("IMAGENET1K_V1              resnet50-0676ba61.pth"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("IMAGENET1K_V2 *            resnet50-11ad3fa6.pth"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("80.86%     232/224"), std::string::npos) << list.output;
   EXPECT_NE(list.output.find("102.2 MB"), std::string::npos) << list.output;
   EXPECT_EQ(list.output.find("resnet18"), std::string::npos) << list.output;
 

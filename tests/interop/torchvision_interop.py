@@ -4,12 +4,17 @@
   torchvision_interop.py check ARCH WEIGHTS IO   load WEIGHTS into ARCH, run IO's "input", compare with IO's "logits"
   torchvision_interop.py make ARCH SEED WEIGHTS IO   write a seeded ARCH's weights, and an input with its logits
                                                    (WEIGHTS ending in .pth: torch.save's file of the state dict)
+  torchvision_interop.py step ARCH SEED WEIGHTS OUT  one training step of a seeded ARCH (weights written first); OUT
+                                                   holds its input, target, loss, gradients and state after
+  torchvision_interop.py keys OUT ARCH...           write each ARCH's state-dict names and shapes, in order, to OUT
+                                                   as JSON {arch: [[name, shape], ...]}
   torchvision_interop.py unreadable KIND PATH        write a .pth the trainer must refuse: KIND is legacy (the
                                                    pre-1.6 format), class (a pickled argparse.Namespace beside a
                                                    tensor), tar (the oldest format's layout) or truncated
                                                    (a state dict cut in half)
 
-ARCH is a torchvision ResNet name (10 classes, 3 channels) or mnist_cnn (PyTorch's MNIST example network).
+ARCH is a torchvision classification model's name (10 classes, 3 channels, 64x64 images) or mnist_cnn (PyTorch's
+MNIST example network).
 The safetensors package is not in Debian, so the format is read and written here with struct and json.
 Exit status: 0 when the logits agree to 1e-4, 1 when they do not, 2 for bad arguments.
 """
@@ -75,6 +80,24 @@ class MnistCnn(torch.nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
+def randomize(model):
+    """Non-trivial norm values, so a swapped buffer shows in the logits; layer scales off their 1e-6."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0, 0.1)
+                m.running_mean.normal_(0, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+                m.num_batches_tracked.fill_(3)
+            elif isinstance(m, torch.nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0, 0.1)
+        for name, p in model.named_parameters():
+            if name.endswith("layer_scale"):  # 1e-6 at the start would hide a wrong block
+                p.uniform_(0.1, 0.3)
+
+
 def build(arch):
     if arch == "mnist_cnn":
         return MnistCnn(), (2, 1, 28, 28)
@@ -95,18 +118,32 @@ def main(argv):
         print(f"{arch}: {len(state)} tensors loaded into torchvision, max |logit difference| {diff:.3g}"
               f" (metadata arch {metadata.get('arch', '?')})")
         return 0 if diff <= TOLERANCE else 1
+    if len(argv) == 6 and argv[1] == "step":
+        # One training step from seeded weights (written to WEIGHTS first): train mode, so BatchNorm takes batch
+        # statistics and updates its running ones, and stochastic depth and dropout draw from the generator seeded
+        # with SEED + 1 just before the forward pass. OUT: input, target, loss, grad.NAME, state.NAME (after).
+        _, _, arch, seed, weights, out = argv
+        torch.manual_seed(int(seed))
+        model, shape = build(arch)
+        randomize(model)
+        write_safetensors(weights, model.state_dict(), {"format": "pt", "arch": arch})
+        model.train()
+        x = torch.randn((4,) + shape[1:])
+        target = torch.randint(0, 10, (4,))
+        torch.manual_seed(int(seed) + 1)
+        loss = F.cross_entropy(model(x), target)
+        loss.backward()
+        tensors = {"input": x, "target": target, "loss": loss.detach().reshape(1)}
+        tensors.update({"grad." + n: p.grad for n, p in model.named_parameters()})
+        tensors.update({"state." + n: t for n, t in model.state_dict().items()})
+        write_safetensors(out, tensors)
+        print(f"{arch}: one training step, loss {loss.item():.6f}")
+        return 0
     if len(argv) == 6 and argv[1] == "make":
         _, _, arch, seed, weights, io = argv
         torch.manual_seed(int(seed))
         model, shape = build(arch)
-        with torch.no_grad():  # non-trivial BatchNorm values, so a swapped buffer shows in the logits
-            for m in model.modules():
-                if isinstance(m, torch.nn.BatchNorm2d):
-                    m.weight.uniform_(0.5, 1.5)
-                    m.bias.normal_(0, 0.1)
-                    m.running_mean.normal_(0, 0.1)
-                    m.running_var.uniform_(0.5, 1.5)
-                    m.num_batches_tracked.fill_(3)
+        randomize(model)
         model.eval()
         x = torch.randn(shape)
         with torch.no_grad():
@@ -117,6 +154,18 @@ def main(argv):
             write_safetensors(weights, model.state_dict(), {"format": "pt", "arch": arch})
         write_safetensors(io, {"input": x, "logits": logits})
         print(f"{arch}: wrote {len(model.state_dict())} tensors from torchvision")
+        return 0
+    if len(argv) >= 4 and argv[1] == "keys":
+        # Names and shapes need no values: skip the initialisation (seconds for the largest RegNets).
+        for name in dir(torch.nn.init):
+            if name.endswith("_") and not name.startswith("_"):
+                setattr(torch.nn.init, name, lambda t, *args, **kwargs: t)
+        out = {}
+        for arch in argv[3:]:
+            model, _ = build(arch)
+            out[arch] = [[name, list(t.shape)] for name, t in model.state_dict().items()]
+        with open(argv[2], "w") as f:
+            json.dump(out, f)
         return 0
     if len(argv) == 4 and argv[1] == "unreadable":
         _, _, kind, path = argv

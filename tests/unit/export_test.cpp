@@ -6,13 +6,16 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <set>
 #include <sstream>
 
 #include "support/archive_edits.hpp"
 #include "support/fixtures.hpp"
 #include "trainer/deploy/export_format.hpp"
+#include "trainer/models/blocks/layer_norm_2d.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 namespace {
@@ -27,7 +30,9 @@ const std::vector<DeployCase>& deploy_cases() {
   static const std::vector<DeployCase> cases{
       {"resnet18", StemKind::imagenet, {32, 32, 3}},  {"resnet18", StemKind::small, {32, 32, 3}},
       {"resnet50", StemKind::imagenet, {32, 32, 3}},  {"resnext50_32x4d", StemKind::imagenet, {32, 32, 3}},
-      {"mnist_cnn", StemKind::imagenet, {28, 28, 1}},
+      {"mnist_cnn", StemKind::imagenet, {28, 28, 1}},  {"convnext_tiny", StemKind::imagenet, {32, 32, 3}},
+      {"mobilenet_v3_small", StemKind::imagenet, {32, 32, 3}}, {"regnet_y_400mf", StemKind::imagenet, {32, 32, 3}},
+      {"efficientnet_b0", StemKind::imagenet, {32, 32, 3}}, {"efficientnet_v2_s", StemKind::imagenet, {32, 32, 3}},
   };
   return cases;
 }
@@ -47,10 +52,15 @@ ClassifierPtr trained_model(const DeployCase& c) {
   torch::manual_seed(7);
   auto model = build_model(m, c.input);
   torch::NoGradGuard no_grad;
+  std::set<std::string> norms;  // the parameters of BatchNorm and LayerNorm layers, whose start values are 1 and 0
+  for (const auto& item : model->named_modules("", /*include_self=*/false))
+    if (is_batch_norm(*item.value()) || item.value()->as<torch::nn::LayerNorm>() || item.value()->as<LayerNorm2d>())
+      for (const auto& p : item.value()->named_parameters(/*recurse=*/false)) norms.insert(item.key() + "." + p.key());
   for (auto& p : model->named_parameters()) {
-    if (p.key().find("bn") != std::string::npos || p.key().find("downsample.1") != std::string::npos)
-      p.value().copy_(p.key().find("weight") != std::string::npos ? torch::rand_like(p.value()) + 0.5
-                                                                  : torch::randn_like(p.value()) * 0.1);
+    if (norms.count(p.key()))
+      p.value().copy_(ends_with(p.key(), "weight") ? torch::rand_like(p.value()) + 0.5
+                                                   : torch::randn_like(p.value()) * 0.1);
+    else if (ends_with(p.key(), "layer_scale")) p.value().uniform_(0.1, 0.3);  // 1e-6 would hide a wrong block
     else p.value().add_(torch::randn_like(p.value()) * p.value().std() * 0.2);
   }
   model->train();
@@ -96,11 +106,13 @@ TEST(Export, OnnxAndTorchScriptGiveTheModelsLogits) {
 #endif
   for (const auto& c : deploy_cases()) {
     const auto model = trained_model(c);
-    if (c.arch != "mnist_cnn") {
-      const auto var = model->named_buffers()["bn1.running_var"];
-      ASSERT_GT((var - 1).abs().max().item<double>(), 1e-3) << c.arch << ": the statistics did not move";
-    }
+    for (const auto& b : model->named_buffers())
+      if (ends_with(b.key(), "running_var")) {
+        ASSERT_GT((b.value() - 1).abs().max().item<double>(), 1e-3) << c.arch << ": the statistics did not move";
+        break;
+      }
     for (const ExportFormat& f : runnable_formats()) {
+      SCOPED_TRACE(c.arch + " " + f.name);
       const std::string bytes = serialize_model(f, *model, c.input, {{"arch", c.arch}});
       const DeployedModel deployed = f.open(bytes, c.arch + "." + f.name);
       for (int64_t batch : {1, 5}) {

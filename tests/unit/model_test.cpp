@@ -7,7 +7,14 @@
 #include <set>
 #include <tuple>
 
+#include "support/fixtures.hpp"
+#include "trainer/models/blocks/channels.hpp"
+#include "trainer/models/blocks/stochastic_depth.hpp"
+#include "trainer/models/convnext.hpp"
+#include "trainer/models/efficientnet.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/mobilenet_v3.hpp"
+#include "trainer/models/regnet.hpp"
 #include "trainer/models/layout_check.hpp"
 #include "trainer/models/resnet.hpp"
 #include "trainer/util/error.hpp"
@@ -309,16 +316,78 @@ TEST(ModelFactory, EveryArchHasExactlyOneRow) {
     EXPECT_TRUE(row.build) << row.name;
     EXPECT_EQ(&model_row(row.name), &row);
   }
-  EXPECT_EQ(names.size(), resnet_specs().size() + 1);  // mnist_cnn and every ResNet spec
+  // mnist_cnn and every spec of every family
+  EXPECT_EQ(names.size(), 1 + resnet_specs().size() + convnext_specs().size() + efficientnet_specs().size() +
+                              mobilenet_v3_specs().size() + regnet_specs().size());
   EXPECT_TRUE(names.count("mnist_cnn"));
   for (const auto& [name, spec] : resnet_specs()) EXPECT_TRUE(names.count(name)) << name;
+  for (const auto& [name, spec] : regnet_specs()) EXPECT_TRUE(names.count(name)) << name;
+  // Every torchvision family publishes weights for every variant the table has.
+  for (const auto& row : model_rows()) EXPECT_EQ(row.weights.empty(), row.name == "mnist_cnn") << row.name;
+}
+
+// What a config cannot ask of a family: each a one-line config error naming the key.
+TEST(ModelFactory, KeysAFamilyCannotTakeAreConfigErrors) {
+  ModelConfig m;
+  m.arch = "convnext_tiny";
+  m.in_channels = 3;
+  m.num_classes = 4;
+  EXPECT_EQ(testing::error_of<ConfigError>([&] { build_model(m, {16, 16, 3}); }),
+            "config: data: convnext_tiny takes images of at least 32x32 pixels, got 16x16");
+  m.stem = StemKind::small;
+  EXPECT_EQ(testing::error_of<ConfigError>([&] { build_model(m, {32, 32, 3}); }),
+            "config: model.stem and model.zero_init_residual apply to ResNets; convnext_tiny has neither");
+  m.stem = StemKind::imagenet;
+  m.stochastic_depth = -0.5;
+  EXPECT_EQ(testing::error_of<ConfigError>([&] { build_model(m, {32, 32, 3}); }),
+            "config: model.stochastic_depth: expected -1 (the architecture's own) or a value in [0, 0.99], got -0.5");
+  m.arch = "regnet_x_400mf";
+  m.stochastic_depth = 0.1;
+  EXPECT_EQ(testing::error_of<ConfigError>([&] { build_model(m, {32, 32, 3}); }),
+            "config: model.stochastic_depth: regnet_x_400mf has no residual branches it drops; leave it at -1 or 0");
+  m.stochastic_depth = 0;
+  EXPECT_NO_THROW(build_model(m, {32, 32, 3}));
+}
+
+// torchvision's _make_divisible, on the values EfficientNet's and MobileNetV3's widths take (from Python).
+TEST(ModelFactory, MakeDivisibleIsTorchvisions) {
+  EXPECT_EQ(make_divisible(32 * 1.1, 8), 32);   // 35.2
+  EXPECT_EQ(make_divisible(40 * 1.1, 8), 48);   // 44 rounds up at the half
+  EXPECT_EQ(make_divisible(16 * 1.2, 8), 24);   // 16 would be more than 10% below 19.2
+  EXPECT_EQ(make_divisible(320 * 1.8, 8), 576);
+  EXPECT_EQ(make_divisible(9, 8), 16);          // 8 would be more than 10% below 9
+  EXPECT_EQ(make_divisible(3, 8), 8);           // at least the divisor
+  EXPECT_EQ(make_divisible(960 / 4, 8), 240);
+}
+
+// Stochastic depth: eval mode and p = 0 pass the branch through; in training each sample's branch is kept or zeroed
+// whole, the kept ones scaled by 1 / (1 - p), the draw LibTorch's default generator's (so a seed repeats it).
+TEST(ModelFactory, StochasticDepthDropsWholeSamplesAndScalesTheRest) {
+  const torch::Tensor x = torch::rand({64, 3, 4, 4}) + 1;
+  EXPECT_TRUE(stochastic_depth(x, 0.3, /*training=*/false).equal(x));
+  EXPECT_TRUE(stochastic_depth(x, 0.0, /*training=*/true).equal(x));
+  torch::manual_seed(5);
+  const torch::Tensor y = stochastic_depth(x, 0.25, true);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < 64; ++i) {
+    if (y[i].abs().max().item<float>() == 0) ++dropped;
+    else EXPECT_TRUE(torch::allclose(y[i], x[i] / 0.75)) << i;
+  }
+  EXPECT_GT(dropped, 4);
+  EXPECT_LT(dropped, 32);
+  torch::manual_seed(5);
+  EXPECT_TRUE(stochastic_depth(x, 0.25, true).equal(y));
+  EXPECT_TRUE(stochastic_depth(x, 1.0, true).abs().max().item<float>() == 0);
+  EXPECT_DOUBLE_EQ(depth_rate(0.2, 8, 16), 0.1);
+  EXPECT_DOUBLE_EQ(depth_rate(0.5, 0, 35), 0.0);
 }
 
 // A row's any_input_size is what the model does: it runs at a second input size, or its forward pass fails there.
 // And every family exports: its model gives the layer graph the deployment formats translate. Checked on the
 // smallest model of each family (the others share their family's builder).
 TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoesAndEveryFamilyExports) {
-  for (const std::string arch : {"mnist_cnn", "resnet18", "resnext50_32x4d", "wide_resnet50_2"}) {
+  for (const std::string arch : {"mnist_cnn", "resnet18", "resnext50_32x4d", "wide_resnet50_2", "convnext_tiny",
+                                 "efficientnet_b0", "efficientnet_v2_s", "mobilenet_v3_small", "regnet_x_400mf"}) {
     const ModelRow& row = model_row(arch);
     ModelConfig m = arch == "mnist_cnn" ? ModelConfig{} : resnet_config(arch, 1, 3);
     m.num_classes = 3;

@@ -376,7 +376,8 @@ struct ModelConfig {
   int64_t in_channels = 1;
   int64_t num_classes = 0;
   StemKind stem = StemKind::imagenet;
-  double dropout = 0.0;
+  double dropout = -1;           // the architecture's own
+  double stochastic_depth = -1;  // the architecture's own
   bool zero_init_residual = false;
   bool sync_batchnorm = false;
   Switch channels_last = Switch::automatic;
@@ -394,7 +395,16 @@ struct ModelConfig {
             "label + 1. The resolved number is written to config.resolved.json and checkpoints",
             Range::between(0, kMostClasses));
     v.choice("stem", stem, stem_kinds(), "ResNet stem: imagenet (7x7/2 conv + max-pool) or small (3x3/1 conv)");
-    v.field("dropout", dropout, "dropout probability before the classifier layers", Range::between(0, 0.99));
+    v.field("dropout", dropout,
+            "dropout probability before the classifier layers; -1 (the default) takes the architecture's own: "
+            "torchvision's (0.2 for MobileNetV3 and EfficientNet-B0, up to 0.5 for B7), 0 for ResNets and RegNets",
+            Range::between(-1, 0.99));
+    v.field("stochastic_depth", stochastic_depth,
+            "stochastic depth (drop path) rate: the deepest residual block's branch is dropped for this share of the "
+            "samples, earlier blocks linearly less, as torchvision's EfficientNet and ConvNeXt; -1 (the default) takes "
+            "the architecture's own (EfficientNet 0.2, ConvNeXt-T 0.1, S 0.4, B and L 0.5); 0 turns it off; "
+            "architectures without it (ResNet, RegNet, MobileNetV3) take only -1 or 0",
+            Range::between(-1, 0.99));
     v.field("zero_init_residual", zero_init_residual,
             "ResNets: start each residual branch's last BatchNorm at zero, so blocks begin as identities");
     v.field("sync_batchnorm", sync_batchnorm,

@@ -13,7 +13,8 @@
 
 namespace trainer {
 
-// Parameters, then buffers (running statistics, num_batches_tracked), with dotted names.
+// Parameters and buffers (running statistics, num_batches_tracked) with dotted names, in PyTorch's state_dict order:
+// each module's own parameters, then its buffers, then its children's, depth first.
 NamedTensors model_state(const torch::nn::Module& model);
 
 struct WeightsReport {

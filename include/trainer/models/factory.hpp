@@ -19,7 +19,8 @@ struct ModelRow {
   std::string name;
   // Parameters are initialised from LibTorch's default generator; the builder may throw ConfigError for keys that
   // do not apply to the model.
-  std::function<ClassifierPtr(const ModelConfig&, const ImageShape&)> build;
+  using Builder = std::function<ClassifierPtr(const ModelConfig&, const ImageShape&)>;
+  Builder build;
   // model.channels_last auto turns channels_last on for this model on CUDA, where its convolutions then run the
   // tensor-core kernels without layout conversions.
   bool channels_last_on_cuda = false;
@@ -31,6 +32,17 @@ struct ModelRow {
   std::vector<std::string> head;
   // torchvision's published weights for this arch, which model.weights takes by name.
   std::vector<PublishedWeights> weights;
+  // What model.dropout and model.stochastic_depth at -1 stand for (torchvision's defaults); a builder gets them
+  // resolved. has_stochastic_depth false: the arch has no residual branch to drop (model.stochastic_depth > 0 is a
+  // config error).
+  double dropout = 0;
+  double stochastic_depth = 0;
+  bool has_stochastic_depth = false;
+  // The smallest image side the arch takes (its stride product where a layer has no padding: ConvNeXt's 4x4 stem
+  // and 2x2 downsampling need 32); a smaller one is a config error.
+  int64_t min_size = 1;
+  // Takes model.stem and model.zero_init_residual (the ResNets); for any other arch setting them is a config error.
+  bool resnet_options = false;
 };
 
 // In the order they are listed to users.

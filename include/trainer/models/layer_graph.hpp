@@ -23,6 +23,17 @@ enum class LayerKind {
   global_avg_pool,  // [N, C, H, W] -> [N, C]
   flatten,          // [N, ...] -> [N, prod(...)]
   linear,           // param.weight [O, I], param.bias
+  // Activations, elementwise; gelu is the exact (erf) one.
+  silu,
+  sigmoid,
+  hardswish,
+  hardsigmoid,
+  gelu,
+  mul,              // inputs[0] * inputs[1], broadcasting (squeeze-excitation's [N, C, 1, 1] scale)
+  squeeze,          // [N, C, H, W] -> [N, C, 1, 1]: the mean over each channel
+  scale,            // inputs[0] * the tensor named param ([C, 1, 1], ConvNeXt's layer_scale)
+  layer_norm_2d,    // param.{weight, bias} [C]: LayerNorm over the channels of each pixel of [N, C, H, W], eps
+  pixel_linear,     // param.weight [O, I], param.bias: a Linear on each pixel's channels, [N, I, H, W] -> [N, O, H, W]
 };
 
 struct Layer {
@@ -32,7 +43,7 @@ struct Layer {
   std::string param;                // state-dict prefix of its parameters ("layer1.0.conv1"); empty when none
   int64_t kernel = 0, stride = 1, padding = 0, groups = 1;
   bool bias = false;  // conv: has param.bias
-  double eps = 1e-5;  // batch_norm
+  double eps = 1e-5;  // batch_norm, layer_norm_2d
 };
 
 struct LayerGraph {
@@ -49,6 +60,13 @@ struct LayerGraph {
   std::string global_avg_pool(const std::string& x);
   std::string flatten(const std::string& x);
   std::string linear(const std::string& x, const std::string& param);
+  // One of the elementwise kinds (relu, silu, sigmoid, hardswish, hardsigmoid, gelu).
+  std::string activation(const std::string& x, LayerKind kind);
+  std::string mul(const std::string& a, const std::string& b);
+  std::string squeeze(const std::string& x);
+  std::string scale(const std::string& x, const std::string& tensor);
+  std::string layer_norm_2d(const std::string& x, const std::string& param, double eps);
+  std::string pixel_linear(const std::string& x, const std::string& param);
 
  private:
   std::string append(Layer layer);
