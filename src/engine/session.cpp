@@ -214,8 +214,9 @@ void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume, const
   s.layout = place_in_checked_layout(*s.model, c.model, shape, s.device,
                                      [&](const std::string& warning) { s.logs.main->warn("{}", warning); });
   s.frozen = FrozenLayers(*s.model, c.model.freeze);
-  s.optimizer = make_optimizer(c.optim, *s.model);
-  s.lr_mult = lr_multipliers(c.optim, *s.model);
+  const BlockOf& block_of = model_row(c.model.arch).block_of;
+  s.optimizer = make_optimizer(c.optim, *s.model, block_of);
+  s.lr_mult = lr_multipliers(c.optim, *s.model, block_of);
   s.norm = make_normalization(c.data.mean, c.data.std, c.model.in_channels, s.device);
   s.step_options = step_options(c.train, s.device);
   if (c.train.class_weights == ClassWeights::balanced) s.step_options.class_weights = balanced_class_weights(s);

@@ -19,6 +19,36 @@ ClassifierPtr build_simple_cnn(const ModelConfig& m, const ImageShape& in) {
                                                       /*height=*/in.height, /*width=*/in.width, /*dropout=*/m.dropout});
 }
 
+// The first `count` dot-separated parts of a parameter name ("features.3.1.block.0.weight", 3: "features.3.1").
+std::string leading(const std::string& name, int count) {
+  size_t end = 0;
+  for (int i = 0; i < count && end != std::string::npos; ++i) end = name.find('.', end == 0 ? 0 : end + 1);
+  return name.substr(0, end);
+}
+
+int64_t part_number(const std::string& name, int index) {
+  const std::string part = leading(name, index + 1).substr(leading(name, index).size() + (index > 0 ? 1 : 0));
+  return part.empty() || part.find_first_not_of("0123456789") != std::string::npos ? -1 : std::stoll(part);
+}
+
+// The blocks optim.layer_decay counts, family by family: stem first, classifier "".
+std::string resnet_block(const std::string& p) {
+  if (starts_with(p, "fc.")) return "";
+  return starts_with(p, "layer") ? leading(p, 2) : "stem";
+}
+
+std::string convnext_block(const std::string& p) {  // stages at features.1, 3, 5, 7: each CNBlock a block
+  if (starts_with(p, "classifier.")) return "";
+  return part_number(p, 1) % 2 == 1 ? leading(p, 3) : leading(p, 2);
+}
+
+std::string mobilenet_block(const std::string& p) { return starts_with(p, "classifier.") ? "" : leading(p, 2); }
+
+std::string regnet_block(const std::string& p) {
+  if (starts_with(p, "fc.")) return "";
+  return starts_with(p, "trunk_output.") ? leading(p, 3) : "stem";
+}
+
 // A row of a torchvision family: ends in adaptive pooling, so any image size from min_size up.
 ModelRow family_row(const std::string& name, ModelRow::Builder build, std::vector<std::string> head) {
   ModelRow row;
@@ -44,6 +74,7 @@ void add_resnets(std::vector<ModelRow>& t) {
         },
         {"fc.*"});
     row.resnet_options = true;
+    row.block_of = resnet_block;
     t.push_back(std::move(row));
   }
 }
@@ -59,6 +90,7 @@ void add_convnexts(std::vector<ModelRow>& t) {
     row.stochastic_depth = spec.stochastic_depth;
     row.has_stochastic_depth = true;
     row.min_size = 32;
+    row.block_of = convnext_block;
     t.push_back(std::move(row));
   }
 }
@@ -74,6 +106,13 @@ void add_efficientnets(std::vector<ModelRow>& t) {
     row.dropout = spec.dropout;
     row.stochastic_depth = spec.stochastic_depth;
     row.has_stochastic_depth = true;
+    // features.1 .. features.<stages> hold the MBConv stages: each block of them a block; the stem and the last
+    // convolution their own.
+    row.block_of = [stages = static_cast<int64_t>(spec.stages.size())](const std::string& p) -> std::string {
+      if (starts_with(p, "classifier.")) return "";
+      const int64_t n = part_number(p, 1);
+      return n >= 1 && n <= stages ? leading(p, 3) : leading(p, 2);
+    };
     t.push_back(std::move(row));
   }
 }
@@ -87,18 +126,22 @@ void add_mobilenets(std::vector<ModelRow>& t) {
         },
         {"classifier.3.*"});
     row.dropout = 0.2;
+    row.block_of = mobilenet_block;
     t.push_back(std::move(row));
   }
 }
 
 void add_regnets(std::vector<ModelRow>& t) {
-  for (const auto& [name, spec] : regnet_specs())
-    t.push_back(family_row(
+  for (const auto& [name, spec] : regnet_specs()) {
+    ModelRow row = family_row(
         name,
         [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
           return std::make_shared<RegNet>(spec, m.in_channels, m.num_classes, m.dropout);
         },
-        {"fc.*"}));
+        {"fc.*"});
+    row.block_of = regnet_block;
+    t.push_back(std::move(row));
+  }
 }
 
 // model.dropout / model.stochastic_depth: -1 is the row's own value; anything else below 0 is a mistake.

@@ -161,6 +161,15 @@ TEST(Resume, MidEpochIsBitIdenticalWithTheFullRecipe) {
                                    4);
 }
 
+// Stochastic depth draws from the same generator the checkpoint saves: a resumed EfficientNet drops the same
+// samples' branches as one that never stopped (rate 0.5, so most steps drop some).
+TEST(Resume, MidEpochIsBitIdenticalWithStochasticDepth) {
+  expect_mid_epoch_resume_is_exact(
+      json{{"model", {{"arch", "efficientnet_b0"}, {"in_channels", 1}, {"stochastic_depth", 0.5}}},
+           {"data", {{"limit_train", 192}, {"limit_eval", 64}}}},
+      4);
+}
+
 TEST(Resume, MidEpochIsBitIdenticalWithEveryAugmentation) {
   // Colour jitter, RandAugment with magnitude noise, random erasing with noise, repeated augmentation, two
   // workers: every draw is f(seed, epoch, index, copy), so the resumed half sees the same pixels.

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -59,6 +61,77 @@ TEST(LrMult, EachMultiplierHasItsGroupsAndTheLongestPatternWins) {
   EXPECT_THROW(make_optimizer(o, *model), ConfigError);
   o.lr_mult = {{"fc2.*", -1.0}};
   EXPECT_THROW(make_optimizer(o, *model), ConfigError);
+}
+
+// optim.layer_decay over a ConvNeXt-Tiny: 18 CNBlocks, the stem and 3 downsampling layers are 22 blocks below
+// the classifier; block k of 22 (from 0) learns at layer_decay^(22 - k), the classifier at 1. optim.no_decay takes
+// the layer scales (3-D, so decayed by dimension) out of weight decay by name.
+TEST(LayerDecay, EachBlockTakesTheFactorOnceMoreFromTheClassifierDown) {
+  ModelConfig m;
+  m.arch = "convnext_tiny";
+  m.in_channels = 3;
+  m.num_classes = 5;
+  auto model = build_model(m, {32, 32, 3});
+  OptimConfig o;
+  o.weight_decay = 0.05;
+  o.layer_decay = 0.5;
+  o.no_decay = {"*.layer_scale"};
+  const BlockOf& block_of = model_row("convnext_tiny").block_of;
+  std::map<std::string, double> lr_of, decay_of;
+  for (const auto& g : param_groups(o, *model, block_of))
+    for (const auto& p : g.parameters)
+      for (const auto& item : model->named_parameters())
+        if (item.value().is_same(p)) {
+          lr_of[item.key()] = g.lr_mult;
+          decay_of[item.key()] = g.weight_decay;
+        }
+  ASSERT_EQ(lr_of.size(), model->named_parameters().size());
+  EXPECT_DOUBLE_EQ(lr_of.at("classifier.2.weight"), 1.0);
+  EXPECT_DOUBLE_EQ(lr_of.at("classifier.0.weight"), 1.0);                    // the head's norm: the classifier
+  EXPECT_DOUBLE_EQ(lr_of.at("features.7.2.block.5.weight"), 0.5);            // the last block
+  EXPECT_DOUBLE_EQ(lr_of.at("features.7.0.layer_scale"), 0.125);             // three below the classifier
+  EXPECT_DOUBLE_EQ(lr_of.at("features.6.1.weight"), 0.0625);                 // the last downsampling layer
+  EXPECT_DOUBLE_EQ(lr_of.at("features.0.0.weight"), std::pow(0.5, 22));     // the stem
+  EXPECT_DOUBLE_EQ(lr_of.at("features.0.1.bias"), std::pow(0.5, 22));
+  EXPECT_DOUBLE_EQ(decay_of.at("features.1.0.block.3.weight"), 0.05);
+  EXPECT_DOUBLE_EQ(decay_of.at("features.1.0.layer_scale"), 0.0);
+  EXPECT_DOUBLE_EQ(decay_of.at("features.1.0.block.2.weight"), 0.0);  // a LayerNorm: 1-D
+  EXPECT_EQ(lr_multipliers(o, *model, block_of).size(), param_groups(o, *model, block_of).size());
+
+  o.no_decay = {"*.gamma"};
+  EXPECT_THROW(param_groups(o, *model, block_of), ConfigError);
+  o.no_decay.clear();
+  EXPECT_THROW(param_groups(o, *model), ConfigError);  // no block order
+}
+
+// Every family's blocks come in depth order: the stem first, the classifier last, each block's parameters together.
+TEST(LayerDecay, EveryFamilyNumbersItsBlocksFromTheStem) {
+  for (const std::string arch : {"resnet18", "convnext_tiny", "efficientnet_b0", "efficientnet_v2_s",
+                                 "mobilenet_v3_small", "regnet_y_400mf"}) {
+    ModelConfig m;
+    m.arch = arch;
+    m.in_channels = 3;
+    m.num_classes = 5;
+    const auto model = build_model(m, {32, 32, 3});
+    const BlockOf& block_of = model_row(arch).block_of;
+    ASSERT_TRUE(block_of) << arch;
+    std::vector<std::string> order;
+    for (const auto& item : model->named_parameters()) {
+      const std::string block = block_of(item.key());
+      if (order.empty() || order.back() != block) {
+        EXPECT_EQ(std::count(order.begin(), order.end(), block), 0) << arch << ": " << block << " comes back";
+        order.push_back(block);
+      }
+    }
+    EXPECT_EQ(order.back(), "") << arch;
+    EXPECT_GE(order.size(), 10u) << arch;  // resnet18: stem, 8 blocks, classifier
+  }
+  EXPECT_EQ(model_row("efficientnet_b0").block_of("features.2.1.block.3.1.weight"), "features.2.1");
+  EXPECT_EQ(model_row("efficientnet_b0").block_of("features.8.0.weight"), "features.8");
+  EXPECT_EQ(model_row("regnet_y_400mf").block_of("trunk_output.block2.block2-1.f.se.fc1.bias"),
+            "trunk_output.block2.block2-1");
+  EXPECT_EQ(model_row("resnet18").block_of("bn1.weight"), "stem");
+  EXPECT_FALSE(model_row("mnist_cnn").block_of);
 }
 
 ClassifierPtr small_resnet() {

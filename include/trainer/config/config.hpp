@@ -446,7 +446,9 @@ struct OptimConfig {
   std::vector<double> betas{0.9, 0.999};
   double eps = 1e-8;
   bool decay_norm_and_bias = false;
+  std::vector<std::string> no_decay;
   std::map<std::string, double> lr_mult;
+  double layer_decay = 1.0;
 
   template <class V>
   void visit(V& v) {
@@ -462,9 +464,18 @@ struct OptimConfig {
     v.field("eps", eps, "AdamW: term added to the denominator", Range::greater_than(0));
     v.field("decay_norm_and_bias", decay_norm_and_bias,
             "apply weight decay to normalisation weights and biases too (default: only to conv and linear weights)");
+    v.field("no_decay", no_decay,
+            "glob patterns of further parameters without weight decay, by name, as torchvision's custom keys (for "
+            "example [\"*.layer_scale\"] for ConvNeXt); normalisation weights and biases already have none");
     v.field("lr_mult", lr_mult,
             "learning-rate multipliers by parameter glob, for example {\"fc.*\": 10} (a new head learning faster "
             "than pretrained layers); a parameter takes its longest matching pattern's, others 1");
+    v.field("layer_decay", layer_decay,
+            "layer-wise learning-rate decay for fine-tuning (BEiT, ConvNeXt): the classifier keeps the rate, each "
+            "block below it takes this factor once more (block k of n: layer_decay^(n - k)), the stem the smallest; "
+            "blocks in the architecture's own order (a ResNet's layerX.i, a ConvNeXt's or EfficientNet's "
+            "features.S.i, a RegNet's blockS-i); multiplies optim.lr_mult. 1 (the default) turns it off",
+            Range::between(0.01, 1));
   }
 };
 

@@ -41,6 +41,9 @@ struct ModelRow {
   // The smallest image side the arch takes (its stride product where a layer has no padding: ConvNeXt's 4x4 stem
   // and 2x2 downsampling need 32); a smaller one is a config error.
   int64_t min_size = 1;
+  // The block each parameter belongs to in the model's depth order ("" for the classifier), which
+  // optim.layer_decay decays the learning rate over; empty for a model without one (mnist_cnn).
+  std::function<std::string(const std::string& parameter)> block_of;
   // Takes model.stem and model.zero_init_residual (the ResNets); for any other arch setting them is a config error.
   bool resnet_options = false;
 };
