@@ -151,10 +151,11 @@ class GraphWriter {
         case LayerKind::layer_norm_2d: layer_norm_2d(l); break;
         case LayerKind::pixel_linear: {  // a 1x1 convolution with the Linear's weight [O, I] as [O, I, 1, 1]
           const torch::Tensor w = tensors_.at(l.param + ".weight");
-          auto& n = node("Conv",
-                         {value(l.inputs[0]), constant(l.param + ".weight_1x1", w.reshape({w.size(0), w.size(1), 1, 1})),
-                          weight(l.param + ".bias")},
-                         l);
+          auto& n =
+              node("Conv",
+                   {value(l.inputs[0]), constant(l.param + ".weight_1x1", w.reshape({w.size(0), w.size(1), 1, 1})),
+                    weight(l.param + ".bias")},
+                   l);
           set_ints(n, "kernel_shape", {1, 1});
           break;
         }
@@ -244,13 +245,12 @@ class GraphWriter {
     if (written_.insert(name).second) {
       const auto it = tensors_.find(name);
       if (it == tensors_.end()) throw ExportError("ONNX export: the model has no tensor \"" + name + "\"");
-      const bool integer = it->second.scalar_type() == torch::kLong;
-      const torch::Tensor t = integer ? it->second.contiguous() : it->second.to(torch::kFloat).contiguous();
+      const torch::Tensor t = it->second.to(torch::kFloat).contiguous();
       auto* init = graph_.add_initializer();
       init->set_name(name);
-      init->set_data_type(integer ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+      init->set_data_type(onnx::TensorProto::FLOAT);
       for (int64_t d : t.sizes()) init->add_dims(d);
-      init->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size()));
+      init->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.numel() * sizeof(float)));
     }
     return *written_.find(name);
   }
@@ -366,10 +366,10 @@ class OpenCvDnnClassifier final : public Classifier {
 // data type of known size, and exactly that many elements stored in the file itself.
 std::optional<std::string> tensor_problem(const onnx::TensorProto& t) {
   static const std::map<int, uint64_t> kElementBytes{
-      {onnx::TensorProto::FLOAT, 4},  {onnx::TensorProto::UINT8, 1},    {onnx::TensorProto::INT8, 1},
-      {onnx::TensorProto::UINT16, 2}, {onnx::TensorProto::INT16, 2},    {onnx::TensorProto::INT32, 4},
-      {onnx::TensorProto::INT64, 8},  {onnx::TensorProto::BOOL, 1},     {onnx::TensorProto::FLOAT16, 2},
-      {onnx::TensorProto::DOUBLE, 8}, {onnx::TensorProto::UINT32, 4},   {onnx::TensorProto::UINT64, 8},
+      {onnx::TensorProto::FLOAT, 4},   {onnx::TensorProto::UINT8, 1},  {onnx::TensorProto::INT8, 1},
+      {onnx::TensorProto::UINT16, 2},  {onnx::TensorProto::INT16, 2},  {onnx::TensorProto::INT32, 4},
+      {onnx::TensorProto::INT64, 8},   {onnx::TensorProto::BOOL, 1},   {onnx::TensorProto::FLOAT16, 2},
+      {onnx::TensorProto::DOUBLE, 8},  {onnx::TensorProto::UINT32, 4}, {onnx::TensorProto::UINT64, 8},
       {onnx::TensorProto::BFLOAT16, 2}};
   const std::string name = "tensor \"" + first_line(t.name()).substr(0, 80) + "\"";
   if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)

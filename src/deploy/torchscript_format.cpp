@@ -75,8 +75,8 @@ std::string forward_source(const LayerGraph& g) {
       case LayerKind::squeeze: call = "torch.mean(" + x + ", [2, 3], True)"; break;
       case LayerKind::scale: call = "torch.mul(" + x + ", " + p + ")"; break;
       case LayerKind::layer_norm_2d:  // over the channels, as torchvision's LayerNorm2d: permute, normalise, back
-        call = "torch.layer_norm(" + x + ".permute([0, 2, 3, 1]), [" + p + ".weight.size(0)], " + p + ".weight, " +
-               p + ".bias, " + script_number(l.eps) + ", False).permute([0, 3, 1, 2])";
+        call = "torch.layer_norm(" + x + ".permute([0, 2, 3, 1]), [" + p + ".weight.size(0)], " + p + ".weight, " + p +
+               ".bias, " + script_number(l.eps) + ", False).permute([0, 3, 1, 2])";
         break;
       case LayerKind::pixel_linear:
         call = "torch.linear(" + x + ".permute([0, 2, 3, 1]), " + p + ".weight, " + p + ".bias).permute([0, 3, 1, 2])";

@@ -59,7 +59,8 @@ StartWeights locate_start_weights(const ModelConfig& model, const WeightsHub& hu
     if (!hub.cache_dir.empty() && !fs::is_regular_file(hub.cache_dir / w->file, ec))
       for (const auto& earlier : w->earlier_files)  // the same file, downloaded under its first name
         if (fs::is_regular_file(hub.cache_dir / earlier, ec)) {
-          if (hub.say) hub.say(earlier + ": in the cache (" + w->file + "'s earlier name), " + (hub.cache_dir / earlier).string());
+          if (hub.say)
+            hub.say(earlier + ": in the cache (" + w->file + "'s earlier name), " + (hub.cache_dir / earlier).string());
           return found(hub.cache_dir / earlier, about);
         }
     return found(fetch_into_cache(hub, torchvision_weights_address() + w->file, w->file), about);

@@ -36,7 +36,8 @@ class ConvAndNorm final : public Block {
   }
 
   std::string describe(LayerGraph& g, const std::string& x, const std::string& prefix) const override {
-    const std::string conv_name = prefix + (norm_first_ ? ".1" : ".0"), norm_name = prefix + (norm_first_ ? ".0" : ".1");
+    const std::string conv_name = prefix + (norm_first_ ? ".1" : ".0"),
+                      norm_name = prefix + (norm_first_ ? ".0" : ".1");
     if (norm_first_) return g.conv(norm_->describe(g, x, norm_name), conv_name, *conv_);
     return norm_->describe(g, g.conv(x, conv_name, *conv_), norm_name);
   }

@@ -34,7 +34,8 @@ class MBConv final : public Block {
         block_->add(std::make_shared<ConvNormAct>(ConvNormActOptions{in, expanded, 1, 1, 1, silu, norm}));
       block_->add(std::make_shared<ConvNormAct>(
           ConvNormActOptions{expanded, expanded, s.kernel, stride, /*groups=*/expanded, silu, norm}));
-      block_->add(std::make_shared<SqueezeExcitation>(expanded, std::max<int64_t>(1, in / 4), silu, Activation::sigmoid));
+      block_->add(
+          std::make_shared<SqueezeExcitation>(expanded, std::max<int64_t>(1, in / 4), silu, Activation::sigmoid));
       block_->add(std::make_shared<ConvNormAct>(ConvNormActOptions{expanded, s.out, 1, 1, 1, none, norm}));
     }
     register_module("block", block_);
@@ -58,8 +59,8 @@ class MBConv final : public Block {
 
 // V1's stages at compound scale (width, depth) = (1, 1); efficientnet_specs() applies each variant's multipliers.
 std::vector<MBConvStage> v1_stages() {
-  return {{false, 1, 3, 1, 32, 16, 1},   {false, 6, 3, 2, 16, 24, 2},   {false, 6, 5, 2, 24, 40, 2},
-          {false, 6, 3, 2, 40, 80, 3},   {false, 6, 5, 1, 80, 112, 3},  {false, 6, 5, 2, 112, 192, 4},
+  return {{false, 1, 3, 1, 32, 16, 1},  {false, 6, 3, 2, 16, 24, 2},  {false, 6, 5, 2, 24, 40, 2},
+          {false, 6, 3, 2, 40, 80, 3},  {false, 6, 5, 1, 80, 112, 3}, {false, 6, 5, 2, 112, 192, 4},
           {false, 6, 3, 1, 192, 320, 1}};
 }
 
@@ -152,31 +153,20 @@ EfficientNet::EfficientNet(const EfficientNetSpec& spec, int64_t in_channels, in
     features->add(stage);
   }
   const int64_t last_in = stages.back().out, last_out = spec.last_channel ? spec.last_channel : 4 * last_in;
-  features->add(std::make_shared<ConvNormAct>(ConvNormActOptions{last_in, last_out, 1, 1, 1, Activation::silu, spec.norm}));
+  features->add(
+      std::make_shared<ConvNormAct>(ConvNormActOptions{last_in, last_out, 1, 1, 1, Activation::silu, spec.norm}));
   register_module("features", features);
   head = nn::Linear(last_out, num_classes);
   classifier = register_module("classifier", nn::Sequential(nn::Dropout(dropout), head));
 
-  // torchvision's initialisation.
-  torch::NoGradGuard no_grad;
-  for (auto& module : modules(/*include_self=*/false)) {
-    if (auto* c = module->as<nn::Conv2d>()) {
-      nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut);
-      if (c->bias.defined()) nn::init::zeros_(c->bias);
-    } else if (auto* b = module->as<SyncBatchNorm2d>()) {
-      nn::init::ones_(b->weight);
-      nn::init::zeros_(b->bias);
-    } else if (auto* l = module->as<nn::Linear>()) {
-      const double range = 1.0 / std::sqrt(static_cast<double>(l->options.out_features()));
-      nn::init::uniform_(l->weight, -range, range);
-      nn::init::zeros_(l->bias);
-    }
-  }
+  init_convs_and_norms(*this, [](nn::LinearImpl& l) {
+    const double range = 1.0 / std::sqrt(static_cast<double>(l.options.out_features()));
+    nn::init::uniform_(l.weight, -range, range);
+    nn::init::zeros_(l.bias);
+  });
 }
 
-torch::Tensor EfficientNet::forward(torch::Tensor x) {
-  return classifier->forward(features->forward(x).mean({2, 3}));
-}
+torch::Tensor EfficientNet::forward(torch::Tensor x) { return classifier->forward(features->forward(x).mean({2, 3})); }
 
 std::optional<LayerGraph> EfficientNet::inference_graph() const {
   LayerGraph g;

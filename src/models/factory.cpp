@@ -64,15 +64,15 @@ ModelRow family_row(const std::string& name, ModelRow::Builder build, std::vecto
 void add_resnets(std::vector<ModelRow>& t) {
   // Every ResNet (plain, wide, ResNeXt) runs its convolutions fastest in channels_last on tensor cores.
   for (const auto& [name, spec] : resnet_specs()) {
-    ModelRow row = family_row(
-        name,
-        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
-          return std::make_shared<ResNet>(ResNetOptions{/*spec=*/spec, /*in_channels=*/m.in_channels,
-                                                        /*num_classes=*/m.num_classes, /*stem=*/m.stem,
-                                                        /*dropout=*/m.dropout,
-                                                        /*zero_init_residual=*/m.zero_init_residual});
-        },
-        {"fc.*"});
+    ModelRow row =
+        family_row(name,
+                   [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+                     return std::make_shared<ResNet>(ResNetOptions{/*spec=*/spec, /*in_channels=*/m.in_channels,
+                                                                   /*num_classes=*/m.num_classes, /*stem=*/m.stem,
+                                                                   /*dropout=*/m.dropout,
+                                                                   /*zero_init_residual=*/m.zero_init_residual});
+                   },
+                   {"fc.*"});
     row.resnet_options = true;
     row.block_of = resnet_block;
     t.push_back(std::move(row));
@@ -81,12 +81,12 @@ void add_resnets(std::vector<ModelRow>& t) {
 
 void add_convnexts(std::vector<ModelRow>& t) {
   for (const auto& [name, spec] : convnext_specs()) {
-    ModelRow row = family_row(
-        name,
-        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
-          return std::make_shared<ConvNeXt>(spec, m.in_channels, m.num_classes, m.dropout, m.stochastic_depth);
-        },
-        {"classifier.2.*"});
+    ModelRow row = family_row(name,
+                              [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+                                return std::make_shared<ConvNeXt>(spec, m.in_channels, m.num_classes, m.dropout,
+                                                                  m.stochastic_depth);
+                              },
+                              {"classifier.2.*"});
     row.stochastic_depth = spec.stochastic_depth;
     row.has_stochastic_depth = true;
     row.min_size = 32;
@@ -97,12 +97,12 @@ void add_convnexts(std::vector<ModelRow>& t) {
 
 void add_efficientnets(std::vector<ModelRow>& t) {
   for (const auto& [name, spec] : efficientnet_specs()) {
-    ModelRow row = family_row(
-        name,
-        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
-          return std::make_shared<EfficientNet>(spec, m.in_channels, m.num_classes, m.dropout, m.stochastic_depth);
-        },
-        {"classifier.1.*"});
+    ModelRow row = family_row(name,
+                              [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+                                return std::make_shared<EfficientNet>(spec, m.in_channels, m.num_classes, m.dropout,
+                                                                      m.stochastic_depth);
+                              },
+                              {"classifier.1.*"});
     row.dropout = spec.dropout;
     row.stochastic_depth = spec.stochastic_depth;
     row.has_stochastic_depth = true;
@@ -119,12 +119,11 @@ void add_efficientnets(std::vector<ModelRow>& t) {
 
 void add_mobilenets(std::vector<ModelRow>& t) {
   for (const auto& [name, spec] : mobilenet_v3_specs()) {
-    ModelRow row = family_row(
-        name,
-        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
-          return std::make_shared<MobileNetV3>(spec, m.in_channels, m.num_classes, m.dropout);
-        },
-        {"classifier.3.*"});
+    ModelRow row = family_row(name,
+                              [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+                                return std::make_shared<MobileNetV3>(spec, m.in_channels, m.num_classes, m.dropout);
+                              },
+                              {"classifier.3.*"});
     row.dropout = 0.2;
     row.block_of = mobilenet_block;
     t.push_back(std::move(row));
@@ -133,12 +132,11 @@ void add_mobilenets(std::vector<ModelRow>& t) {
 
 void add_regnets(std::vector<ModelRow>& t) {
   for (const auto& [name, spec] : regnet_specs()) {
-    ModelRow row = family_row(
-        name,
-        [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
-          return std::make_shared<RegNet>(spec, m.in_channels, m.num_classes, m.dropout);
-        },
-        {"fc.*"});
+    ModelRow row = family_row(name,
+                              [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+                                return std::make_shared<RegNet>(spec, m.in_channels, m.num_classes, m.dropout);
+                              },
+                              {"fc.*"});
     row.block_of = regnet_block;
     t.push_back(std::move(row));
   }
@@ -148,8 +146,8 @@ void add_regnets(std::vector<ModelRow>& t) {
 double resolved(double value, double own, const char* key) {
   if (value == -1) return own;
   if (value < 0)
-    throw ConfigError(std::string("model.") + key + ": expected -1 (the architecture's own) or a value in [0, 0.99], got " +
-                      format_number(value));
+    throw ConfigError(std::string("model.") + key +
+                      ": expected -1 (the architecture's own) or a value in [0, 0.99], got " + format_number(value));
   return value;
 }
 
@@ -205,7 +203,8 @@ ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
   m.dropout = resolved(model.dropout, row.dropout, "dropout");
   m.stochastic_depth = resolved(model.stochastic_depth, row.stochastic_depth, "stochastic_depth");
   if (m.stochastic_depth > 0 && !row.has_stochastic_depth)
-    throw ConfigError("model.stochastic_depth: " + model.arch + " has no residual branches it drops; leave it at -1 or 0");
+    throw ConfigError("model.stochastic_depth: " + model.arch +
+                      " has no residual branches it drops; leave it at -1 or 0");
   return row.build(m, input);
 }
 

@@ -19,11 +19,13 @@ class InvertedResidual final : public Block {
   explicit InvertedResidual(const InvertedResidualSpec& s)
       : residual_(s.stride == 1 && s.in == s.out), block_(std::make_shared<BlockSequence>()) {
     const Activation act = s.hardswish ? Activation::hardswish : Activation::relu;
-    if (s.expanded != s.in) block_->add(std::make_shared<ConvNormAct>(ConvNormActOptions{s.in, s.expanded, 1, 1, 1, act, kNorm}));
+    if (s.expanded != s.in)
+      block_->add(std::make_shared<ConvNormAct>(ConvNormActOptions{s.in, s.expanded, 1, 1, 1, act, kNorm}));
     block_->add(std::make_shared<ConvNormAct>(
         ConvNormActOptions{s.expanded, s.expanded, s.kernel, s.stride, /*groups=*/s.expanded, act, kNorm}));
     if (s.squeeze_excitation)
-      block_->add(std::make_shared<SqueezeExcitation>(s.expanded, make_divisible(static_cast<double>(s.expanded / 4), 8),
+      block_->add(std::make_shared<SqueezeExcitation>(s.expanded,
+                                                      make_divisible(static_cast<double>(s.expanded / 4), 8),
                                                       Activation::relu, Activation::hardsigmoid));
     block_->add(std::make_shared<ConvNormAct>(ConvNormActOptions{s.expanded, s.out, 1, 1, 1, Activation::none, kNorm}));
     register_module("block", block_);
@@ -90,27 +92,20 @@ MobileNetV3::MobileNetV3(const MobileNetV3Spec& spec, int64_t in_channels, int64
       ConvNormActOptions{in_channels, spec.blocks.front().in, 3, 2, 1, Activation::hardswish, kNorm}));
   for (const auto& block : spec.blocks) features->add(std::make_shared<InvertedResidual>(block));
   const int64_t last_in = spec.blocks.back().out, last_out = 6 * last_in;
-  features->add(std::make_shared<ConvNormAct>(ConvNormActOptions{last_in, last_out, 1, 1, 1, Activation::hardswish, kNorm}));
+  features->add(
+      std::make_shared<ConvNormAct>(ConvNormActOptions{last_in, last_out, 1, 1, 1, Activation::hardswish, kNorm}));
   register_module("features", features);
   hidden = nn::Linear(last_out, spec.last_channel);
   dropout = nn::Dropout(p);
   head = nn::Linear(spec.last_channel, num_classes);
-  classifier = register_module("classifier", nn::Sequential(hidden, nn::Functional([](const torch::Tensor& t) { return torch::hardswish(t); }), dropout, head));
+  classifier = register_module(
+      "classifier", nn::Sequential(hidden, nn::Functional([](const torch::Tensor& t) { return torch::hardswish(t); }),
+                                   dropout, head));
 
-  // torchvision's initialisation.
-  torch::NoGradGuard no_grad;
-  for (auto& module : modules(/*include_self=*/false)) {
-    if (auto* c = module->as<nn::Conv2d>()) {
-      nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut);
-      if (c->bias.defined()) nn::init::zeros_(c->bias);
-    } else if (auto* b = module->as<SyncBatchNorm2d>()) {
-      nn::init::ones_(b->weight);
-      nn::init::zeros_(b->bias);
-    } else if (auto* l = module->as<nn::Linear>()) {
-      nn::init::normal_(l->weight, 0, 0.01);
-      nn::init::zeros_(l->bias);
-    }
-  }
+  init_convs_and_norms(*this, [](nn::LinearImpl& l) {
+    nn::init::normal_(l.weight, 0, 0.01);
+    nn::init::zeros_(l.bias);
+  });
 }
 
 torch::Tensor MobileNetV3::forward(torch::Tensor x) {

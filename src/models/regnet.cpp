@@ -21,8 +21,8 @@ class ResBottleneckBlock final : public Block {
       : f_(std::make_shared<BlockSequence>()) {
     const Activation relu = Activation::relu;
     if (in != out || stride != 1)
-      proj_ = register_module("proj", std::make_shared<ConvNormAct>(ConvNormActOptions{in, out, 1, stride, 1,
-                                                                                        Activation::none, {}}));
+      proj_ = register_module(
+          "proj", std::make_shared<ConvNormAct>(ConvNormActOptions{in, out, 1, stride, 1, Activation::none, {}}));
     const int64_t bottleneck = out;  // bottleneck multiplier 1 in every torchvision RegNet
     f_->add(std::make_shared<ConvNormAct>(ConvNormActOptions{in, bottleneck, 1, 1, 1, relu, {}}), "a");
     f_->add(std::make_shared<ConvNormAct>(
@@ -92,8 +92,8 @@ const std::vector<std::pair<std::string, RegNetSpec>>& regnet_specs() {
 }
 
 RegNet::RegNet(const RegNetSpec& spec, int64_t in_channels, int64_t num_classes, double p) {
-  stem = register_module(
-      "stem", std::make_shared<ConvNormAct>(ConvNormActOptions{in_channels, kStemWidth, 3, 2, 1, Activation::relu, {}}));
+  stem = register_module("stem", std::make_shared<ConvNormAct>(
+                                     ConvNormActOptions{in_channels, kStemWidth, 3, 2, 1, Activation::relu, {}}));
   trunk_output = std::make_shared<BlockSequence>();
   int64_t width = kStemWidth;
   for (size_t s = 0; s < 4; ++s) {

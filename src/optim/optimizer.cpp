@@ -95,7 +95,8 @@ std::vector<ParamGroup> param_groups(const OptimConfig& optim, const torch::nn::
   std::vector<double> mults;
   std::vector<ParamGroup> decay, no_decay;
   for (const auto& item : model.named_parameters()) {
-    const double mult = multiplier_of(optim.lr_mult, item.key()) * (layer_mult.empty() ? 1.0 : layer_mult.at(item.key()));
+    const double mult =
+        multiplier_of(optim.lr_mult, item.key()) * (layer_mult.empty() ? 1.0 : layer_mult.at(item.key()));
     size_t k = 0;
     while (k < mults.size() && mults[k] != mult) ++k;
     if (k == mults.size()) {
@@ -135,8 +136,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimConfig& optim
   throw ConfigError("optim.name: unsupported optimizer");
 }
 
-std::vector<double> lr_multipliers(const OptimConfig& optim, const torch::nn::Module& model,
-                                   const BlockOf& block_of) {
+std::vector<double> lr_multipliers(const OptimConfig& optim, const torch::nn::Module& model, const BlockOf& block_of) {
   std::vector<double> mult;
   for (const auto& g : param_groups(optim, model, block_of)) mult.push_back(g.lr_mult);
   return mult;

@@ -87,11 +87,11 @@ TEST(LayerDecay, EachBlockTakesTheFactorOnceMoreFromTheClassifierDown) {
         }
   ASSERT_EQ(lr_of.size(), model->named_parameters().size());
   EXPECT_DOUBLE_EQ(lr_of.at("classifier.2.weight"), 1.0);
-  EXPECT_DOUBLE_EQ(lr_of.at("classifier.0.weight"), 1.0);                    // the head's norm: the classifier
-  EXPECT_DOUBLE_EQ(lr_of.at("features.7.2.block.5.weight"), 0.5);            // the last block
-  EXPECT_DOUBLE_EQ(lr_of.at("features.7.0.layer_scale"), 0.125);             // three below the classifier
-  EXPECT_DOUBLE_EQ(lr_of.at("features.6.1.weight"), 0.0625);                 // the last downsampling layer
-  EXPECT_DOUBLE_EQ(lr_of.at("features.0.0.weight"), std::pow(0.5, 22));     // the stem
+  EXPECT_DOUBLE_EQ(lr_of.at("classifier.0.weight"), 1.0);                // the head's norm: the classifier
+  EXPECT_DOUBLE_EQ(lr_of.at("features.7.2.block.5.weight"), 0.5);        // the last block
+  EXPECT_DOUBLE_EQ(lr_of.at("features.7.0.layer_scale"), 0.125);         // three below the classifier
+  EXPECT_DOUBLE_EQ(lr_of.at("features.6.1.weight"), 0.0625);             // the last downsampling layer
+  EXPECT_DOUBLE_EQ(lr_of.at("features.0.0.weight"), std::pow(0.5, 22));  // the stem
   EXPECT_DOUBLE_EQ(lr_of.at("features.0.1.bias"), std::pow(0.5, 22));
   EXPECT_DOUBLE_EQ(decay_of.at("features.1.0.block.3.weight"), 0.05);
   EXPECT_DOUBLE_EQ(decay_of.at("features.1.0.layer_scale"), 0.0);
@@ -106,8 +106,8 @@ TEST(LayerDecay, EachBlockTakesTheFactorOnceMoreFromTheClassifierDown) {
 
 // Every family's blocks come in depth order: the stem first, the classifier last, each block's parameters together.
 TEST(LayerDecay, EveryFamilyNumbersItsBlocksFromTheStem) {
-  for (const std::string arch : {"resnet18", "convnext_tiny", "efficientnet_b0", "efficientnet_v2_s",
-                                 "mobilenet_v3_small", "regnet_y_400mf"}) {
+  for (const std::string arch :
+       {"resnet18", "convnext_tiny", "efficientnet_b0", "efficientnet_v2_s", "mobilenet_v3_small", "regnet_y_400mf"}) {
     ModelConfig m;
     m.arch = arch;
     m.in_channels = 3;

@@ -13,9 +13,9 @@
 #include "trainer/models/convnext.hpp"
 #include "trainer/models/efficientnet.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/layout_check.hpp"
 #include "trainer/models/mobilenet_v3.hpp"
 #include "trainer/models/regnet.hpp"
-#include "trainer/models/layout_check.hpp"
 #include "trainer/models/resnet.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -332,18 +332,26 @@ TEST(ModelFactory, KeysAFamilyCannotTakeAreConfigErrors) {
   m.arch = "convnext_tiny";
   m.in_channels = 3;
   m.num_classes = 4;
-  EXPECT_EQ(testing::error_of<ConfigError>([&] { build_model(m, {16, 16, 3}); }),
+  EXPECT_EQ(testing::error_of<ConfigError>([&] {
+              build_model(m, {16, 16, 3});
+            }),
             "config: data: convnext_tiny takes images of at least 32x32 pixels, got 16x16");
   m.stem = StemKind::small;
-  EXPECT_EQ(testing::error_of<ConfigError>([&] { build_model(m, {32, 32, 3}); }),
+  EXPECT_EQ(testing::error_of<ConfigError>([&] {
+              build_model(m, {32, 32, 3});
+            }),
             "config: model.stem and model.zero_init_residual apply to ResNets; convnext_tiny has neither");
   m.stem = StemKind::imagenet;
   m.stochastic_depth = -0.5;
-  EXPECT_EQ(testing::error_of<ConfigError>([&] { build_model(m, {32, 32, 3}); }),
+  EXPECT_EQ(testing::error_of<ConfigError>([&] {
+              build_model(m, {32, 32, 3});
+            }),
             "config: model.stochastic_depth: expected -1 (the architecture's own) or a value in [0, 0.99], got -0.5");
   m.arch = "regnet_x_400mf";
   m.stochastic_depth = 0.1;
-  EXPECT_EQ(testing::error_of<ConfigError>([&] { build_model(m, {32, 32, 3}); }),
+  EXPECT_EQ(testing::error_of<ConfigError>([&] {
+              build_model(m, {32, 32, 3});
+            }),
             "config: model.stochastic_depth: regnet_x_400mf has no residual branches it drops; leave it at -1 or 0");
   m.stochastic_depth = 0;
   EXPECT_NO_THROW(build_model(m, {32, 32, 3}));
@@ -351,12 +359,12 @@ TEST(ModelFactory, KeysAFamilyCannotTakeAreConfigErrors) {
 
 // torchvision's _make_divisible, on the values EfficientNet's and MobileNetV3's widths take (from Python).
 TEST(ModelFactory, MakeDivisibleIsTorchvisions) {
-  EXPECT_EQ(make_divisible(32 * 1.1, 8), 32);   // 35.2
-  EXPECT_EQ(make_divisible(40 * 1.1, 8), 48);   // 44 rounds up at the half
-  EXPECT_EQ(make_divisible(16 * 1.2, 8), 24);   // 16 would be more than 10% below 19.2
+  EXPECT_EQ(make_divisible(32 * 1.1, 8), 32);  // 35.2
+  EXPECT_EQ(make_divisible(40 * 1.1, 8), 48);  // 44 rounds up at the half
+  EXPECT_EQ(make_divisible(16 * 1.2, 8), 24);  // 16 would be more than 10% below 19.2
   EXPECT_EQ(make_divisible(320 * 1.8, 8), 576);
-  EXPECT_EQ(make_divisible(9, 8), 16);          // 8 would be more than 10% below 9
-  EXPECT_EQ(make_divisible(3, 8), 8);           // at least the divisor
+  EXPECT_EQ(make_divisible(9, 8), 16);  // 8 would be more than 10% below 9
+  EXPECT_EQ(make_divisible(3, 8), 8);   // at least the divisor
   EXPECT_EQ(make_divisible(960 / 4, 8), 240);
 }
 

@@ -28,8 +28,7 @@ const std::vector<std::pair<std::string, ConvNeXtSpec>>& convnext_specs();
 
 class ConvNeXt final : public Classifier {
  public:
-  ConvNeXt(const ConvNeXtSpec& spec, int64_t in_channels, int64_t num_classes, double dropout,
-           double stochastic_depth);
+  ConvNeXt(const ConvNeXtSpec& spec, int64_t in_channels, int64_t num_classes, double dropout, double stochastic_depth);
   torch::Tensor forward(torch::Tensor images) override;
   std::optional<LayerGraph> inference_graph() const override;
 

@@ -29,11 +29,11 @@ enum class LayerKind {
   hardswish,
   hardsigmoid,
   gelu,
-  mul,              // inputs[0] * inputs[1], broadcasting (squeeze-excitation's [N, C, 1, 1] scale)
-  squeeze,          // [N, C, H, W] -> [N, C, 1, 1]: the mean over each channel
-  scale,            // inputs[0] * the tensor named param ([C, 1, 1], ConvNeXt's layer_scale)
-  layer_norm_2d,    // param.{weight, bias} [C]: LayerNorm over the channels of each pixel of [N, C, H, W], eps
-  pixel_linear,     // param.weight [O, I], param.bias: a Linear on each pixel's channels, [N, I, H, W] -> [N, O, H, W]
+  mul,            // inputs[0] * inputs[1], broadcasting (squeeze-excitation's [N, C, 1, 1] scale)
+  squeeze,        // [N, C, H, W] -> [N, C, 1, 1]: the mean over each channel
+  scale,          // inputs[0] * the tensor named param ([C, 1, 1], ConvNeXt's layer_scale)
+  layer_norm_2d,  // param.{weight, bias} [C]: LayerNorm over the channels of each pixel of [N, C, H, W], eps
+  pixel_linear,   // param.weight [O, I], param.bias: a Linear on each pixel's channels, [N, I, H, W] -> [N, O, H, W]
 };
 
 struct Layer {

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+#include <functional>
 
 #include "trainer/models/blocks/activation.hpp"
 #include "trainer/models/blocks/block.hpp"
@@ -36,5 +39,9 @@ class ConvNormAct final : public Block {
  private:
   Activation activation_;
 };
+
+// The initialisation torchvision's MobileNetV3 and EfficientNet share: every convolution Kaiming-normal over its
+// fan-out (bias 0), every BatchNorm weight 1 and bias 0, and each Linear as `linear` does (the family's own head).
+void init_convs_and_norms(torch::nn::Module& model, const std::function<void(torch::nn::LinearImpl&)>& linear);
 
 }  // namespace trainer
