@@ -7,13 +7,16 @@
 #include <torch/torch.h>
 #include <opencv2/imgcodecs.hpp>
 
+#include <cstdlib>
 #include <set>
 
 #include "e2e/e2e_support.hpp"
+#include "trainer/config/load.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/optim/optimizer.hpp"
 
 namespace trainer {
 namespace {
@@ -98,9 +101,8 @@ TEST_F(ExportCli, EachFormatRunsAndPredictsAsTheCheckpoint) {
   ASSERT_EQ(weights.exit_code, 0) << weights.output;
   EXPECT_NE(weights.output.find("weights only"), std::string::npos) << weights.output;
   // bench predict times the same files: as many timed passes as asked, at the batch asked.
-  const auto bench =
-      trainer_cli("bench predict --model " + (*dir_ / "m.pt").string() +
-                  " --trust-model --batch 3 --warmup 1 --runs 4 --json");
+  const auto bench = trainer_cli("bench predict --model " + (*dir_ / "m.pt").string() +
+                                 " --trust-model --batch 3 --warmup 1 --runs 4 --json");
   ASSERT_EQ(bench.exit_code, 0) << bench.output;
   const json timing = json::parse(bench.output.substr(bench.output.find('{')));
   EXPECT_EQ(timing["ms"].size(), 4u);
@@ -252,6 +254,72 @@ TEST_F(ExportCli, MistakesAreOneLineErrorsAndLeaveNoFile) {
     EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << "\n" << r.output;
     EXPECT_EQ(folder_listing(d), before) << args << ": left a file behind";
+  }
+}
+
+// Every torchvision family's files as a deployer opens them: the ONNX file passes onnx's full checker (and runs in
+// ONNX Runtime where it is installed: required in the torch2 lane), the TorchScript archive loads with
+// torch.jit.load and gives the checkpoint's logits, and its state_dict() loads strictly into torchvision's model.
+TEST(ExportFamilies, PythonOpensEveryFamilysFiles) {
+  if (testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import onnx, torch, torchvision'").exit_code != 0)
+    GTEST_SKIP() << "Python's onnx, torch or torchvision not found at " TRAINER_PYTHON
+                 << "; install python3-onnx and python3-torchvision (scripts/setup.sh does)";
+#ifndef TRAINER_ONNX
+  GTEST_SKIP() << "this build has no ONNX export";
+#endif
+  testing::TempDir dir;
+  // ConvNeXt: LayerNorm as convolutions, GELU as Erf; EfficientNet: SiLU, sigmoid squeeze-excitation; MobileNetV3:
+  // HardSwish, hardsigmoid squeeze-excitation. RegNet's layers are a subset of these.
+  for (const std::string arch : {"convnext_tiny", "efficientnet_b0", "mobilenet_v3_small"}) {
+    Config c;
+    c.data.kind = DataKind::synthetic;
+    c.data.synthetic.channels = 3;
+    c.data.mean = {0.485, 0.456, 0.406};
+    c.data.std = {0.229, 0.224, 0.225};
+    c.model.arch = arch;
+    c.model.in_channels = 3;
+    c.model.num_classes = 10;
+    const ImageShape input{32, 32, 3};
+    torch::manual_seed(3);
+    auto model = build_model(c.model, input);
+    {
+      torch::NoGradGuard no_grad;  // weights off their start (ConvNeXt's layer scales are 1e-6 there)
+      for (auto& p : model->parameters()) p.add_(torch::randn_like(p) * 0.05);
+    }
+    auto optimizer = make_optimizer(c.optim, *model);
+    CheckpointMeta meta;
+    meta.config = config_to_json(c);
+    meta.input = input;
+    const fs::path ck = dir / (arch + ".pt");
+    save_checkpoint(ck, meta, {*model, *optimizer});
+    for (const std::string ext : {".onnx", ".ts.pt"}) {
+      const auto r = trainer_cli("export --checkpoint " + ck.string() + " -o " + (dir / (arch + ext)).string());
+      ASSERT_EQ(r.exit_code, 0) << arch << ": " << r.output;
+    }
+    model->eval();
+    torch::manual_seed(4);
+    const auto x = torch::randn({2, 3, 32, 32});
+    write_floats(dir / "x.f32", x);
+    write_floats(dir / "logits.f32", model->forward(x).detach());
+    const auto r = testing::run_command(
+        std::string(TRAINER_PYTHON) + " " + TRAINER_SOURCE_DIR + "/tests/interop/check_export.py --input " +
+        (dir / "x.f32").string() + " --shape 2,3,32,32 --expected " + (dir / "logits.f32").string() +
+        " --classes 10 --onnx " + (dir / (arch + ".onnx")).string() + " --torchscript " +
+        (dir / (arch + ".ts.pt")).string() + " --torchvision " + arch);
+    ASSERT_EQ(r.exit_code, 0) << arch << ": " << r.output;
+    const json out = json::parse(r.output.substr(r.output.rfind("{\"onnx\"")));
+    EXPECT_EQ(out["onnx"][0]["checker"], "ok") << arch;
+    EXPECT_LT(out["torchscript_max_diff"].get<double>(), 1e-4) << arch;
+    EXPECT_LT(out["torchvision_max_diff"].get<double>(), 1e-4) << arch;
+    if (out["onnxruntime"].is_null()) {
+      EXPECT_EQ(std::getenv("TRAINER_REQUIRE_ONNXRUNTIME"), nullptr) << "onnxruntime is not importable";
+    } else {
+      EXPECT_LT(out["onnx"][0]["onnxruntime_max_diff"].get<double>(), 1e-4) << arch;
+      std::printf("%s: ONNX Runtime %s, max |logit difference| %.3g\n", arch.c_str(),
+                  out["onnxruntime"].get<std::string>().c_str(), out["onnx"][0]["onnxruntime_max_diff"].get<double>());
+    }
+    std::printf("%s: TorchScript in Python %.3g, its state dict in torchvision %.3g\n", arch.c_str(),
+                out["torchscript_max_diff"].get<double>(), out["torchvision_max_diff"].get<double>());
   }
 }
 
