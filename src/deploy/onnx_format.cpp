@@ -128,7 +128,7 @@ class GraphWriter {
           node("Mul", {value(l.inputs[0]), s}, l);
           break;
         }
-        case LayerKind::sigmoid: node("Sigmoid", {value(l.inputs[0])}, l); break;
+        case LayerKind::sigmoid: sigmoid(l); break;
         case LayerKind::hardswish:
           if (opset_ >= 14) {
             node("HardSwish", {value(l.inputs[0])}, l);
@@ -188,20 +188,25 @@ class GraphWriter {
     return out;
   }
 
-  // PyTorch's hardsigmoid, relu6(x + 3) / 6, as ONNX's HardSigmoid(alpha 1/6, beta 1/2); the layer's output when
-  // `last`, else an intermediate value.
+  // PyTorch's hardsigmoid, relu6(x + 3) / 6 = clip(x / 6 + 1/2, 0, 1), as Relu(v) - Relu(v - 1) of v = x / 6 + 1/2;
+  // the layer's output when `last`, else an intermediate value. Not ONNX's HardSigmoid: OpenCV fuses a HardSigmoid
+  // that feeds a Mul into a HardSwish without checking that both read one value (4.6 in Mul(x, s) order, 4.10 in
+  // Mul(s, x)), which turns squeeze-excitation's scale * x into hardswish(scale). Nor Clip: 4.6 refuses Clip's
+  // bounds as inputs.
   std::string hard_sigmoid(const std::string& x, const Layer& l, bool last = false) {
-    onnx::NodeProto* n = nullptr;
-    std::string out = value(l.output);
-    if (last) {
-      n = &node("HardSigmoid", {x}, l);
-    } else {
-      out = step("HardSigmoid", {x}, l);
-      n = graph_.mutable_node(graph_.node_size() - 1);
-    }
-    set_float(*n, "alpha", 1.0f / 6);
-    set_float(*n, "beta", 0.5f);
-    return out;
+    const std::string v = step("Add", {step("Mul", {x, scalar(1.0 / 6)}, l), scalar(0.5)}, l);
+    const std::string low = step("Relu", {v}, l), high = step("Relu", {step("Sub", {v, scalar(1.0)}, l)}, l);
+    if (!last) return step("Sub", {low, high}, l);
+    node("Sub", {low, high}, l);
+    return value(l.output);
+  }
+
+  // The logistic sigmoid as 0.5 * tanh(x / 2) + 0.5, not ONNX's Sigmoid, for the same reason as hard_sigmoid:
+  // OpenCV 4.10 fuses Mul(Sigmoid(s), x) into a Swish of s. (SiLU's x * Sigmoid(x) keeps Sigmoid: that fusion is
+  // right.)
+  void sigmoid(const Layer& l) {
+    const std::string t = step("Tanh", {step("Mul", {value(l.inputs[0]), scalar(0.5)}, l)}, l);
+    node("Add", {step("Mul", {t, scalar(0.5)}, l), scalar(0.5)}, l);
   }
 
   // LayerNorm over axis 1 of [N, C, H, W] from primitives that OpenCV 4.6 runs (it has no LayerNormalization, and

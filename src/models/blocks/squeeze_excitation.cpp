@@ -21,8 +21,7 @@ torch::Tensor SqueezeExcitation::forward(torch::Tensor x) {
 std::string SqueezeExcitation::describe(LayerGraph& g, const std::string& x, const std::string& prefix) const {
   std::string s = describe_activation(g, g.conv(g.squeeze(x), prefix + ".fc1", *fc1), activation_);
   s = describe_activation(g, g.conv(s, prefix + ".fc2", *fc2), scale_);
-  // The scale first: OpenCV 4.6 takes Mul(x, HardSigmoid(s)) for a HardSwish of s (its fusion does not check that
-  // both are one value) and gives [N, C, 1, 1].
+  // The ONNX writer spells sigmoid and hardsigmoid as primitives, so no runtime fuses them with this Mul.
   return g.mul(s, x);
 }
 
