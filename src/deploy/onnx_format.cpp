@@ -123,9 +123,11 @@ class GraphWriter {
           set_int(n, "transB", 1);
           break;
         }
-        case LayerKind::silu:  // x * sigmoid(x): ONNX has no SiLU operator at these opsets
-          node("Mul", {value(l.inputs[0]), logistic(value(l.inputs[0]), l)}, l);
+        case LayerKind::silu: {  // x * sigmoid(x): ONNX has no SiLU operator at these opsets
+          const std::string s = step("Sigmoid", {value(l.inputs[0])}, l);
+          node("Mul", {value(l.inputs[0]), s}, l);
           break;
+        }
         case LayerKind::sigmoid: sigmoid(l); break;
         case LayerKind::hardswish:
           if (opset_ >= 14) {
@@ -199,13 +201,9 @@ class GraphWriter {
     return value(l.output);
   }
 
-  // The logistic sigmoid as 0.5 * tanh(x / 2) + 0.5, not ONNX's Sigmoid, for the same reason as hard_sigmoid: OpenCV
-  // fuses a Sigmoid feeding a Mul into a Swish (4.10 gave efficientnet_b0 logits 0.036 off with Sigmoid nodes).
-  std::string logistic(const std::string& x, const Layer& l) {
-    const std::string t = step("Tanh", {step("Mul", {x, scalar(0.5)}, l)}, l);
-    return step("Add", {step("Mul", {t, scalar(0.5)}, l), scalar(0.5)}, l);
-  }
-
+  // The logistic sigmoid as 0.5 * tanh(x / 2) + 0.5, not ONNX's Sigmoid, for the same reason as hard_sigmoid:
+  // OpenCV 4.10 fuses Mul(Sigmoid(s), x) into a Swish of s. (SiLU's x * Sigmoid(x) keeps Sigmoid: that fusion is
+  // right.)
   void sigmoid(const Layer& l) {
     const std::string t = step("Tanh", {step("Mul", {value(l.inputs[0]), scalar(0.5)}, l)}, l);
     node("Add", {step("Mul", {t, scalar(0.5)}, l), scalar(0.5)}, l);
