@@ -201,9 +201,9 @@ class GraphWriter {
     return value(l.output);
   }
 
-  // The logistic sigmoid as 0.5 * tanh(x / 2) + 0.5, not ONNX's Sigmoid, for the same reason as hard_sigmoid:
-  // OpenCV 4.10 fuses Mul(Sigmoid(s), x) into a Swish of s. (SiLU's x * Sigmoid(x) keeps Sigmoid: that fusion is
-  // right.)
+  // The logistic sigmoid (squeeze-excitation's scale) as 0.5 * tanh(x / 2) + 0.5, not ONNX's Sigmoid: OpenCV fuses a
+  // Sigmoid feeding a Mul into a Swish as it does HardSigmoid into HardSwish; shown wrong for HardSigmoid only, so
+  // this one is a precaution. (SiLU's x * Sigmoid(x) keeps Sigmoid: there the fusion is right.)
   void sigmoid(const Layer& l) {
     const std::string t = step("Tanh", {step("Mul", {value(l.inputs[0]), scalar(0.5)}, l)}, l);
     node("Add", {step("Mul", {t, scalar(0.5)}, l), scalar(0.5)}, l);
