@@ -144,13 +144,20 @@ void write_floats(const fs::path& path, const torch::Tensor& t) {
   out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * sizeof(float)));
 }
 
-TEST_F(ExportCli, PythonOpensTheFiles) {
-  if (testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import onnx, torch, torchvision'").exit_code != 0)
-    GTEST_SKIP() << "Python's onnx, torch or torchvision not found at " TRAINER_PYTHON
-                 << "; install python3-onnx and python3-torchvision (scripts/setup.sh does)";
-#ifndef TRAINER_ONNX
-  GTEST_SKIP() << "this build has no ONNX export";
+// The Python side of the deploy checks (check_export.py) and an ONNX-enabled build, or the test is skipped.
+#ifdef TRAINER_ONNX
+#define SKIP_IF_NO_ONNX_BUILD()
+#else
+#define SKIP_IF_NO_ONNX_BUILD() GTEST_SKIP() << "this build has no ONNX export"
 #endif
+#define SKIP_WITHOUT_PYTHON_DEPLOY_TOOLS()                                                                        \
+  if (testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import onnx, torch, torchvision'").exit_code != 0) \
+    GTEST_SKIP() << "Python's onnx, torch or torchvision not found at " TRAINER_PYTHON                            \
+                 << "; install python3-onnx and python3-torchvision (scripts/setup.sh does)";                     \
+  SKIP_IF_NO_ONNX_BUILD()
+
+TEST_F(ExportCli, PythonOpensTheFiles) {
+  SKIP_WITHOUT_PYTHON_DEPLOY_TOOLS();
   ASSERT_EQ(export_to(*dir_ / "py.onnx").exit_code, 0);
   const auto fixed = export_to(*dir_ / "py3.onnx", "--batch 3 --opset 13");
   ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
@@ -261,12 +268,7 @@ TEST_F(ExportCli, MistakesAreOneLineErrorsAndLeaveNoFile) {
 // ONNX Runtime where it is installed: required in the torch2 lane), the TorchScript archive loads with
 // torch.jit.load and gives the checkpoint's logits, and its state_dict() loads strictly into torchvision's model.
 TEST(ExportFamilies, PythonOpensEveryFamilysFiles) {
-  if (testing::run_command(std::string(TRAINER_PYTHON) + " -c 'import onnx, torch, torchvision'").exit_code != 0)
-    GTEST_SKIP() << "Python's onnx, torch or torchvision not found at " TRAINER_PYTHON
-                 << "; install python3-onnx and python3-torchvision (scripts/setup.sh does)";
-#ifndef TRAINER_ONNX
-  GTEST_SKIP() << "this build has no ONNX export";
-#endif
+  SKIP_WITHOUT_PYTHON_DEPLOY_TOOLS();
   testing::TempDir dir;
   // ConvNeXt: LayerNorm as convolutions, GELU as Erf; EfficientNet: SiLU, sigmoid squeeze-excitation; MobileNetV3:
   // HardSwish, hardsigmoid squeeze-excitation. RegNet's layers are a subset of these.

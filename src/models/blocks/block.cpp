@@ -3,13 +3,12 @@
 namespace trainer {
 
 void BlockSequence::add(BlockPtr block, std::string name) {
-  if (name.empty()) name = std::to_string(blocks_.size());
-  named_.emplace_back(name, register_module(name, block));
-  blocks_.push_back(std::move(block));
+  if (name.empty()) name = std::to_string(named_.size());
+  named_.emplace_back(name, register_module(name, std::move(block)));
 }
 
 torch::Tensor BlockSequence::forward(torch::Tensor x) {
-  for (const auto& block : blocks_) x = block->forward(x);
+  for (const auto& [name, block] : named_) x = block->forward(x);
   return x;
 }
 

@@ -32,12 +32,9 @@ class BlockSequence final : public Block {
   void add(BlockPtr block, std::string name = "");
   torch::Tensor forward(torch::Tensor x) override;
   std::string describe(LayerGraph& graph, const std::string& x, const std::string& prefix) const override;
-  size_t size() const { return blocks_.size(); }
-  const BlockPtr& operator[](size_t i) const { return blocks_[i]; }
 
  private:
-  std::vector<std::pair<std::string, BlockPtr>> named_;
-  std::vector<BlockPtr> blocks_;
+  std::vector<std::pair<std::string, BlockPtr>> named_;  // in order
 };
 
 }  // namespace trainer
