@@ -84,7 +84,7 @@ StartWeights locate_start_weights(const ModelConfig& model, const WeightsHub& hu
 
 WeightsReport load_start_weights(Classifier& model, const ModelConfig& config, const StartWeights& start,
                                  const std::function<void(const std::string&)>& say) {
-  const NamedTensors tensors = read_weights_file(start.file);
+  const NamedTensors tensors = model.adapted_weights(read_weights_file(start.file), say);
   std::map<std::string, const torch::Tensor*> theirs;
   for (const auto& [name, t] : tensors) theirs.emplace(name, &t);
   // The classifier of another task: its keys leave the load and keep their fresh values (in model order).

@@ -299,6 +299,10 @@ std::optional<std::string> pickle_structure_problem(std::string_view p) {
   // or ends with anything but its one value on the stack is not one Python wrote (LibTorch then fails its own way,
   // allocating what a damaged debug record's offsets ask for).
   std::vector<size_t> frames{0};
+  // LibTorch's unpickler grows its memo to hold the index a PUT names (16 bytes an entry: LONG_BINPUT's 32-bit
+  // index asks for up to 64 GiB). Python's and LibTorch's picklers number memo entries 0, 1, 2, ... as they store
+  // them, so an index is at most the count stored so far.
+  uint64_t memo_entries = 0;
   size_t i = 0;
   Instruction in;
   while (i < p.size()) {
@@ -308,6 +312,16 @@ std::optional<std::string> pickle_structure_problem(std::string_view p) {
     if (op == '(') {
       frames.push_back(0);
       continue;
+    }
+    if (op == 'p' || op == 'q' || op == 'r' || op == 0x94) {
+      const uint64_t index = op == 0x94  ? memo_entries
+                             : op == 'p' ? std::strtoull(std::string(in.arg).c_str(), nullptr, 10)
+                                         : little_endian(in.arg);
+      if (index > memo_entries)
+        return at("a memo entry stored at index " + std::to_string(index) + " after " + std::to_string(memo_entries) +
+                      " entries (its picklers count up from 0)",
+                  start);
+      if (index == memo_entries) ++memo_entries;
     }
     const StackEffect e = stack_effect(op);
     if (e.to_mark) {

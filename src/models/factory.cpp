@@ -8,6 +8,7 @@
 #include "trainer/models/regnet.hpp"
 #include "trainer/models/resnet.hpp"
 #include "trainer/models/simple_cnn.hpp"
+#include "trainer/models/vit.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -142,6 +143,28 @@ void add_regnets(std::vector<ModelRow>& t) {
   }
 }
 
+// The embedding first (class token, patch projection, position embedding), each encoder layer a block, the final
+// LayerNorm with the head (BEiT's layer ids).
+std::string vit_block(const std::string& p) {
+  if (starts_with(p, "encoder.layers.")) return leading(p, 3);
+  return starts_with(p, "heads.") || starts_with(p, "encoder.ln.") ? "" : "stem";
+}
+
+void add_vits(std::vector<ModelRow>& t) {
+  for (const auto& [name, spec] : vit_specs()) {
+    ModelRow row = family_row(name,
+                              [spec = spec, name = name](const ModelConfig& m, const ImageShape& in) -> ClassifierPtr {
+                                return std::make_shared<VisionTransformer>(spec, name, in, m.num_classes, m.dropout);
+                              },
+                              {"heads.head.*"});
+    row.channels_last_on_cuda = false;  // its tensors are tokens [N, L, D]; only the patch projection is a conv
+    row.any_input_size = false;         // the position embedding is sized for the training images
+    row.min_size = spec.patch;
+    row.block_of = vit_block;
+    t.push_back(std::move(row));
+  }
+}
+
 // model.dropout / model.stochastic_depth: -1 is the row's own value; anything else below 0 is a mistake.
 double resolved(double value, double own, const char* key) {
   if (value == -1) return own;
@@ -165,6 +188,7 @@ const std::vector<ModelRow>& model_rows() {
     add_efficientnets(t);
     add_mobilenets(t);
     add_regnets(t);
+    add_vits(t);
     return t;
   }();
   return rows;

@@ -12,28 +12,29 @@ const char* const kSwagLicence =
 
 }  // namespace
 
-// From torchvision 0.14's weight enums (models/resnet.py, convnext.py, efficientnet.py, mobilenetv3.py, regnet.py):
+// From torchvision 0.14's weight enums (models/resnet.py, convnext.py, efficientnet.py, mobilenetv3.py, regnet.py,
+// vision_transformer.py):
 // name, file of the url, num_params, ImageNet-1k acc@1, then its transforms: resize_size, crop_size, interpolation,
 // mean and std; the EfficientNet B0-B7 files under the names torchvision publishes them under since PR #8036.
 std::vector<PublishedWeights> torchvision_weights(const std::string& arch) {
   static const std::vector<std::pair<std::string, PublishedWeights>> table{
-      {"resnet18", {"IMAGENET1K_V1", "resnet18-f37072fd.pth", 11689512, 69.758, 256}},
-      {"resnet34", {"IMAGENET1K_V1", "resnet34-b627a593.pth", 21797672, 73.314, 256}},
-      {"resnet50", {"IMAGENET1K_V1", "resnet50-0676ba61.pth", 25557032, 76.130, 256}},
-      {"resnet50", {"IMAGENET1K_V2", "resnet50-11ad3fa6.pth", 25557032, 80.858, 232}},
-      {"resnet101", {"IMAGENET1K_V1", "resnet101-63fe2227.pth", 44549160, 77.374, 256}},
-      {"resnet101", {"IMAGENET1K_V2", "resnet101-cd907fc2.pth", 44549160, 81.886, 232}},
-      {"resnet152", {"IMAGENET1K_V1", "resnet152-394f9c45.pth", 60192808, 78.312, 256}},
-      {"resnet152", {"IMAGENET1K_V2", "resnet152-f82ba261.pth", 60192808, 82.284, 232}},
-      {"resnext50_32x4d", {"IMAGENET1K_V1", "resnext50_32x4d-7cdf4587.pth", 25028904, 77.618, 256}},
-      {"resnext50_32x4d", {"IMAGENET1K_V2", "resnext50_32x4d-1a0047aa.pth", 25028904, 81.198, 232}},
-      {"resnext101_32x8d", {"IMAGENET1K_V1", "resnext101_32x8d-8ba56ff5.pth", 88791336, 79.312, 256}},
-      {"resnext101_32x8d", {"IMAGENET1K_V2", "resnext101_32x8d-110c445d.pth", 88791336, 82.834, 232}},
-      {"resnext101_64x4d", {"IMAGENET1K_V1", "resnext101_64x4d-173b62eb.pth", 83455272, 83.246, 232}},
-      {"wide_resnet50_2", {"IMAGENET1K_V1", "wide_resnet50_2-95faca4d.pth", 68883240, 78.468, 256}},
-      {"wide_resnet50_2", {"IMAGENET1K_V2", "wide_resnet50_2-9ba9bcbe.pth", 68883240, 81.602, 232}},
-      {"wide_resnet101_2", {"IMAGENET1K_V1", "wide_resnet101_2-32ee1156.pth", 126886696, 78.848, 256}},
-      {"wide_resnet101_2", {"IMAGENET1K_V2", "wide_resnet101_2-d733dc28.pth", 126886696, 82.510, 232}},
+      {"resnet18", {"IMAGENET1K_V1", "resnet18-f37072fd.pth", 11689512, 69.758, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnet34", {"IMAGENET1K_V1", "resnet34-b627a593.pth", 21797672, 73.314, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnet50", {"IMAGENET1K_V1", "resnet50-0676ba61.pth", 25557032, 76.130, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnet50", {"IMAGENET1K_V2", "resnet50-11ad3fa6.pth", 25557032, 80.858, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnet101", {"IMAGENET1K_V1", "resnet101-63fe2227.pth", 44549160, 77.374, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnet101", {"IMAGENET1K_V2", "resnet101-cd907fc2.pth", 44549160, 81.886, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnet152", {"IMAGENET1K_V1", "resnet152-394f9c45.pth", 60192808, 78.312, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnet152", {"IMAGENET1K_V2", "resnet152-f82ba261.pth", 60192808, 82.284, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnext50_32x4d", {"IMAGENET1K_V1", "resnext50_32x4d-7cdf4587.pth", 25028904, 77.618, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnext50_32x4d", {"IMAGENET1K_V2", "resnext50_32x4d-1a0047aa.pth", 25028904, 81.198, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnext101_32x8d", {"IMAGENET1K_V1", "resnext101_32x8d-8ba56ff5.pth", 88791336, 79.312, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnext101_32x8d", {"IMAGENET1K_V2", "resnext101_32x8d-110c445d.pth", 88791336, 82.834, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"resnext101_64x4d", {"IMAGENET1K_V1", "resnext101_64x4d-173b62eb.pth", 83455272, 83.246, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"wide_resnet50_2", {"IMAGENET1K_V1", "wide_resnet50_2-95faca4d.pth", 68883240, 78.468, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"wide_resnet50_2", {"IMAGENET1K_V2", "wide_resnet50_2-9ba9bcbe.pth", 68883240, 81.602, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"wide_resnet101_2", {"IMAGENET1K_V1", "wide_resnet101_2-32ee1156.pth", 126886696, 78.848, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"wide_resnet101_2", {"IMAGENET1K_V2", "wide_resnet101_2-d733dc28.pth", 126886696, 82.510, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
       {"convnext_tiny", {"IMAGENET1K_V1", "convnext_tiny-983f1562.pth", 28589128, 82.52, 236, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
       {"convnext_small", {"IMAGENET1K_V1", "convnext_small-0c510722.pth", 50223688, 83.616, 230, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
       {"convnext_base", {"IMAGENET1K_V1", "convnext_base-6075fbad.pth", 88591464, 84.062, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
@@ -87,6 +88,16 @@ std::vector<PublishedWeights> torchvision_weights(const std::string& arch) {
       {"regnet_x_32gf", {"IMAGENET1K_V2", "regnet_x_32gf-6eb8fdc6.pth", 107811560, 83.014, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
       {"regnet_y_128gf", {"IMAGENET1K_SWAG_LINEAR_V1", "regnet_y_128gf_lc_swag-cbe8ce12.pth", 644812894, 86.068, 224, 1000, 224, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
       {"regnet_y_128gf", {"IMAGENET1K_SWAG_E2E_V1", "regnet_y_128gf_swag-c8ce3e52.pth", 644812894, 88.228, 384, 1000, 384, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
+      {"vit_b_16", {"IMAGENET1K_SWAG_E2E_V1", "vit_b_16_swag-9ac1b537.pth", 86859496, 85.304, 384, 1000, 384, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
+      {"vit_b_16", {"IMAGENET1K_SWAG_LINEAR_V1", "vit_b_16_lc_swag-4e70ced5.pth", 86567656, 81.886, 224, 1000, 224, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
+      {"vit_b_16", {"IMAGENET1K_V1", "vit_b_16-c867db91.pth", 86567656, 81.072, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"vit_b_32", {"IMAGENET1K_V1", "vit_b_32-d86f8d99.pth", 88224232, 75.912, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"vit_l_16", {"IMAGENET1K_SWAG_E2E_V1", "vit_l_16_swag-4f3808c9.pth", 305174504, 88.064, 512, 1000, 512, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
+      {"vit_l_16", {"IMAGENET1K_SWAG_LINEAR_V1", "vit_l_16_lc_swag-4d563306.pth", 304326632, 85.146, 224, 1000, 224, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
+      {"vit_l_16", {"IMAGENET1K_V1", "vit_l_16-852ce7e3.pth", 304326632, 79.662, 242, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"vit_l_32", {"IMAGENET1K_V1", "vit_l_32-c7638314.pth", 306535400, 76.972, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
+      {"vit_h_14", {"IMAGENET1K_SWAG_LINEAR_V1", "vit_h_14_lc_swag-c1eb923e.pth", 632045800, 85.708, 224, 1000, 224, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
+      {"vit_h_14", {"IMAGENET1K_SWAG_E2E_V1", "vit_h_14_swag-80465313.pth", 633470440, 88.552, 518, 1000, 518, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
   };
   std::vector<PublishedWeights> found;
   for (const auto& [name, weights] : table)

@@ -57,7 +57,8 @@ Arch arch(const std::string& name) {
     a.config.data.synthetic.channels = 3;
     a.config.data.mean = {0.485, 0.456, 0.406};
     a.config.data.std = {0.229, 0.224, 0.225};
-    a.input = {64, 64, 3};
+    const int64_t patch = model_row(name).min_size;  // a ViT's patch (its sides a multiple of it), else <= 32
+    a.input = {64 / patch * patch, 64 / patch * patch, 3};
   }
   return a;
 }
@@ -78,8 +79,11 @@ void randomize_norms(torch::nn::Module& model) {
       item.value()->named_parameters()["bias"].normal_(0, 0.1);
     }
   }
-  for (auto& p : model.named_parameters())
+  for (auto& p : model.named_parameters()) {
     if (ends_with(p.key(), "layer_scale")) p.value().uniform_(0.1, 0.3);
+    // ViT's zero-initialised class token and head would make every logit 0.
+    if (p.key() == "class_token" || starts_with(p.key(), "heads.head.")) p.value().normal_(0, 0.02);
+  }
 }
 
 class Interop : public ::testing::TestWithParam<std::string> {};
@@ -131,6 +135,41 @@ TEST_P(Interop, TorchvisionWeightsGiveTheSameLogitsInTheTrainer) {
   const double diff = (model->forward(io[0].second) - io[1].second).abs().max().item<double>();
   EXPECT_LE(diff, 1e-4);
   std::printf("%s: torchvision weights in the trainer, max |logit difference| %.3g\n", a.name.c_str(), diff);
+}
+
+// A ViT's weights for one image size run at another: the position embedding resized as torchvision's
+// interpolate_embeddings resizes it (64 px weights, 4x4 patches, in a 96 px model, 6x6), the same logits.
+TEST(ViTResize, PositionEmbeddingResizedAsTorchvisionDoes) {
+  SKIP_WITHOUT_TORCHVISION();
+  TempDir dir;
+  const auto made = python("resize vit_b_16 5 64 96 " + (dir / "tv.safetensors").string() + " " +
+                           (dir / "io.safetensors").string());
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  Arch a = arch("vit_b_16");
+  a.input = {96, 96, 3};
+  auto model = build_model(a.config.model, a.input);
+  std::vector<std::string> said;
+  const auto tensors = model->adapted_weights(read_safetensors(dir / "tv.safetensors").tensors,
+                                              [&](const std::string& s) { said.push_back(s); });
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0],
+            "encoder.pos_embedding: a 4x4 patch grid in the file, resized to this model's 6x6 (bicubic, as "
+            "torchvision's interpolate_embeddings)");
+  load_weights(*model, tensors, {}, "tv.safetensors");
+  model->eval();
+  const auto io = read_safetensors(dir / "io.safetensors").tensors;
+  const double diff = (model->forward(io[0].second) - io[1].second).abs().max().item<double>();
+  EXPECT_LE(diff, 1e-4);
+  // A size that is not a multiple of the patch is a one-line config error.
+  a.input = {100, 96, 3};
+  try {
+    build_model(a.config.model, a.input);
+    ADD_FAILURE() << "built a ViT for 100x96 images";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "config: data: vit_b_16 cuts images into 16x16 patches, so their sides must be multiples of 16, got "
+                 "100x96");
+  }
 }
 
 // torchvision's published weights are torch.save files of the state dict (ResNet50_Weights.IMAGENET1K_V1 is
@@ -258,12 +297,12 @@ TEST_P(TrainStep, LossGradientsAndRunningStatisticsEqualTorchvisions) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Torchvision, TrainStep,
-                         ::testing::Values("convnext_tiny", "efficientnet_b0", "efficientnet_b5", "mobilenet_v3_small",
-                                           "regnet_y_400mf"),
+                         ::testing::Values("convnext_tiny", "efficientnet_b0", "mobilenet_v3_small", "regnet_y_400mf",
+                                           "vit_b_16"),
                          [](const auto& info) { return info.param; });
 
 // Every row of the model table but mnist_cnn is a torchvision model: the same state-dict names, in the same order,
-// with the same shapes, variants whose widths no logit test reaches included. Those over 100M parameters (six,
+// with the same shapes, variants whose widths no logit test reaches included. Those over 100M parameters (nine,
 // ~35 s of initialisation on 2 cores) only with TRAINER_TEST_LARGE_MODELS=1.
 TEST(TorchvisionNames, EveryArchHasTorchvisionsKeysAndShapesInOrder) {
   SKIP_WITHOUT_TORCHVISION();
@@ -290,14 +329,12 @@ TEST(TorchvisionNames, EveryArchHasTorchvisionsKeysAndShapesInOrder) {
     }
   }
   EXPECT_EQ(expected.size(), count);
-  EXPECT_GE(count, 36u);  // 42 rows but mnist_cnn, 6 of them over 100M parameters
+  EXPECT_GE(count, 38u);  // 47 rows but mnist_cnn, 9 of them over 100M parameters
 }
 
 INSTANTIATE_TEST_SUITE_P(Torchvision, Interop,
-                         ::testing::Values("resnet18", "mnist_cnn", "resnext101_64x4d", "convnext_tiny",
-                                           "efficientnet_b0", "efficientnet_b7", "efficientnet_v2_s",
-                                           "mobilenet_v3_small", "mobilenet_v3_large", "regnet_y_400mf",
-                                           "regnet_x_8gf"),
+                         ::testing::Values("resnet18", "mnist_cnn", "convnext_tiny", "efficientnet_b0",
+                                           "efficientnet_v2_s", "mobilenet_v3_small", "regnet_y_400mf", "vit_b_32"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

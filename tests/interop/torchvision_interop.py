@@ -13,8 +13,11 @@
                                                    tensor), tar (the oldest format's layout) or truncated
                                                    (a state dict cut in half)
 
-ARCH is a torchvision classification model's name (10 classes, 3 channels, 64x64 images) or mnist_cnn (PyTorch's
-MNIST example network).
+  torchvision_interop.py resize ARCH SEED FROM TO WEIGHTS IO   a seeded ViT's weights at FROM pixels, and an input
+                                                   at TO with the logits of those weights resized by torchvision
+
+ARCH is a torchvision classification model's name (10 classes, 3 channels, 64x64 images; a ViT's the largest
+multiple of its patch up to 64) or mnist_cnn (PyTorch's MNIST example network).
 The safetensors package is not in Debian, so the format is read and written here with struct and json.
 Exit status: 0 when the logits agree to 1e-4, 1 when they do not, 2 for bad arguments.
 """
@@ -96,12 +99,21 @@ def randomize(model):
         for name, p in model.named_parameters():
             if name.endswith("layer_scale"):  # 1e-6 at the start would hide a wrong block
                 p.uniform_(0.1, 0.3)
+            elif name in ("class_token", "heads.head.weight", "heads.head.bias"):  # ViT's zeros: logits all 0
+                p.normal_(0, 0.02)
 
 
-def build(arch):
+def side(arch):
+    """64, or for a ViT the largest multiple of its patch (vit_b_16: 16) up to 64."""
+    return 64 // int(arch.split("_")[-1]) * int(arch.split("_")[-1]) if arch.startswith("vit_") else 64
+
+
+def build(arch, size=None):
     if arch == "mnist_cnn":
         return MnistCnn(), (2, 1, 28, 28)
-    return getattr(torchvision.models, arch)(num_classes=10), (2, 3, 64, 64)
+    size = size or side(arch)
+    extra = {"image_size": size} if arch.startswith("vit_") else {}
+    return getattr(torchvision.models, arch)(num_classes=10, **extra), (2, 3, size, size)
 
 
 def main(argv):
@@ -154,6 +166,25 @@ def main(argv):
             write_safetensors(weights, model.state_dict(), {"format": "pt", "arch": arch})
         write_safetensors(io, {"input": x, "logits": logits})
         print(f"{arch}: wrote {len(model.state_dict())} tensors from torchvision")
+        return 0
+    if len(argv) == 8 and argv[1] == "resize":
+        # A seeded ViT at FROM pixels (its weights written), then the same weights in one built for TO pixels
+        # through torchvision's interpolate_embeddings, and an input at TO with its logits.
+        _, _, arch, seed, size_from, size_to, weights, io = argv
+        torch.manual_seed(int(seed))
+        model, _ = build(arch, int(size_from))
+        randomize(model)
+        state = model.state_dict()
+        write_safetensors(weights, state, {"format": "pt", "arch": arch})
+        target, shape = build(arch, int(size_to))
+        from torchvision.models.vision_transformer import interpolate_embeddings
+        target.load_state_dict(interpolate_embeddings(int(size_to), target.patch_size, state), strict=True)
+        target.eval()
+        x = torch.randn(shape)
+        with torch.no_grad():
+            logits = target(x)
+        write_safetensors(io, {"input": x, "logits": logits})
+        print(f"{arch}: {size_from} px weights run at {size_to} px")
         return 0
     if len(argv) >= 4 and argv[1] == "keys":
         # Names and shapes need no values: skip the initialisation (seconds for the largest RegNets).

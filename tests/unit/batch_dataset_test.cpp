@@ -161,7 +161,9 @@ TEST(BatchPipeline, BatchesLetGoAreWrittenAgainAndHeldOnesNever) {
     size_t batches = 0;
     while (auto batch = pipeline.next()) {
       const void* at = batch->images.data_ptr();
-      if (batches == 7) EXPECT_TRUE(blocks.count(at)) << "the smaller last batch takes a block seen before";
+      if (batches == 7) {
+        EXPECT_TRUE(blocks.count(at)) << "the smaller last batch takes a block seen before";
+      }
       blocks.insert(at);
       if (batches == 1) {
         kept = *batch;

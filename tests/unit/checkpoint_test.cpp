@@ -218,7 +218,7 @@ TEST(Checkpoint, CodeOtherThanAttributeDeclarationsIsRefused) {
     return archive_code_problem(bytes.data(), bytes.size());
   };
   EXPECT_EQ(problem(declared), std::nullopt);
-  for (const std::string& line :
+  for (const char* line :
        {"  out_features : Final[int] = 2", "  def forward(self, x: Tensor) -> Tensor:", "  betas : Tuple[float, float",
         "  __annotations__[\"a\\\"b\"] = Tensor", "  _lbarameters__ = [\"weight\", ]", "  weight : NoneType",
         "import os", "  weight : List[float, float]"}) {

@@ -107,7 +107,8 @@ TEST(LayerDecay, EachBlockTakesTheFactorOnceMoreFromTheClassifierDown) {
 // Every family's blocks come in depth order: the stem first, the classifier last, each block's parameters together.
 TEST(LayerDecay, EveryFamilyNumbersItsBlocksFromTheStem) {
   for (const std::string arch :
-       {"resnet18", "convnext_tiny", "efficientnet_b0", "efficientnet_v2_s", "mobilenet_v3_small", "regnet_y_400mf"}) {
+       {"resnet18", "convnext_tiny", "efficientnet_b0", "efficientnet_v2_s", "mobilenet_v3_small", "regnet_y_400mf",
+        "vit_b_32"}) {
     ModelConfig m;
     m.arch = arch;
     m.in_channels = 3;
@@ -131,6 +132,12 @@ TEST(LayerDecay, EveryFamilyNumbersItsBlocksFromTheStem) {
   EXPECT_EQ(model_row("regnet_y_400mf").block_of("trunk_output.block2.block2-1.f.se.fc1.bias"),
             "trunk_output.block2.block2-1");
   EXPECT_EQ(model_row("resnet18").block_of("bn1.weight"), "stem");
+  // ViT: the embedding first, each encoder layer a block, the final LayerNorm with the head (BEiT's numbering).
+  EXPECT_EQ(model_row("vit_b_16").block_of("class_token"), "stem");
+  EXPECT_EQ(model_row("vit_b_16").block_of("encoder.pos_embedding"), "stem");
+  EXPECT_EQ(model_row("vit_b_16").block_of("encoder.layers.encoder_layer_11.mlp.3.bias"),
+            "encoder.layers.encoder_layer_11");
+  EXPECT_EQ(model_row("vit_b_16").block_of("encoder.ln.weight"), "");
   EXPECT_FALSE(model_row("mnist_cnn").block_of);
 }
 

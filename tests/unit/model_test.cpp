@@ -17,6 +17,7 @@
 #include "trainer/models/mobilenet_v3.hpp"
 #include "trainer/models/regnet.hpp"
 #include "trainer/models/resnet.hpp"
+#include "trainer/models/vit.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -318,7 +319,7 @@ TEST(ModelFactory, EveryArchHasExactlyOneRow) {
   }
   // mnist_cnn and every spec of every family
   EXPECT_EQ(names.size(), 1 + resnet_specs().size() + convnext_specs().size() + efficientnet_specs().size() +
-                              mobilenet_v3_specs().size() + regnet_specs().size());
+                              mobilenet_v3_specs().size() + regnet_specs().size() + vit_specs().size());
   EXPECT_TRUE(names.count("mnist_cnn"));
   for (const auto& [name, spec] : resnet_specs()) EXPECT_TRUE(names.count(name)) << name;
   for (const auto& [name, spec] : regnet_specs()) EXPECT_TRUE(names.count(name)) << name;
@@ -408,6 +409,46 @@ TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoesAndEveryFamilyExports) {
     else EXPECT_ANY_THROW(model->forward(torch::zeros({1, 1, 48, 40}))) << arch;
     EXPECT_TRUE(model->inference_graph().has_value()) << arch;
   }
+}
+
+// ViT: images cut into whole patches (a config error otherwise), sized for one input (another fails in forward),
+// and torchvision's first files' MLP names (mlp.linear_1, mlp.linear_2) read as mlp.0 and mlp.3.
+TEST(ModelFactory, ViTTakesWholePatchesAndItsOlderNames) {
+  ModelConfig m;
+  m.arch = "vit_b_32";
+  m.in_channels = 3;
+  m.num_classes = 4;
+  EXPECT_EQ(testing::error_of<ConfigError>([&] {
+              build_model(m, {48, 64, 3});
+            }),
+            "config: data: vit_b_32 cuts images into 32x32 patches, so their sides must be multiples of 32, got 48x64");
+  EXPECT_EQ(testing::error_of<ConfigError>([&] {
+              build_model(m, {16, 16, 3});
+            }),
+            "config: data: vit_b_32 takes images of at least 32x32 pixels, got 16x16");
+  m.stochastic_depth = 0.1;
+  EXPECT_EQ(testing::error_of<ConfigError>([&] {
+              build_model(m, {32, 32, 3});
+            }),
+            "config: model.stochastic_depth: vit_b_32 has no residual branches it drops; leave it at -1 or 0");
+  m.stochastic_depth = -1;
+  auto model = build_model(m, {32, 64, 3});
+  model->eval();
+  torch::NoGradGuard no_grad;
+  EXPECT_EQ(model->forward(torch::zeros({2, 3, 32, 64})).sizes(), (std::vector<int64_t>{2, 4}));
+  EXPECT_ANY_THROW(model->forward(torch::zeros({2, 3, 64, 64})));
+  EXPECT_EQ(model->named_parameters()["encoder.pos_embedding"].sizes(), (std::vector<int64_t>{1, 3, 768}));
+  bool said = false;
+  const auto renamed = model->adapted_weights(
+      {{"encoder.layers.encoder_layer_3.mlp.linear_1.weight", torch::zeros({3072, 768})},
+       {"encoder.layers.encoder_layer_3.mlp.linear_2.bias", torch::zeros({768})},
+       {"encoder.pos_embedding", torch::ones({1, 3, 768})}},
+      [&](const std::string&) { said = true; });
+  ASSERT_EQ(renamed.size(), 3u);
+  EXPECT_EQ(renamed[0].first, "encoder.layers.encoder_layer_3.mlp.0.weight");
+  EXPECT_EQ(renamed[1].first, "encoder.layers.encoder_layer_3.mlp.3.bias");
+  EXPECT_TRUE(renamed[2].second.equal(torch::ones({1, 3, 768})));  // already this model's size: as it is
+  EXPECT_FALSE(said);
 }
 
 }  // namespace

@@ -5,8 +5,12 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "trainer/models/layer_graph.hpp"
 
@@ -18,6 +22,14 @@ class Classifier : public torch::nn::Module {
   // The eval-mode forward pass as layers over the model's named parameters, which the deployment formats
   // (ONNX, TorchScript) translate; nullopt for a model that cannot be exported.
   virtual std::optional<LayerGraph> inference_graph() const { return std::nullopt; }
+  // A state dict from elsewhere (torchvision's file, a fine-tune at another image size) as this model loads it
+  // strictly: names older published files use, tensors sized for another input resized to this model's (ViT's
+  // position embedding), as torchvision's loading hooks do. `say` tells the user what changed. Default: as it is.
+  using Tensors = std::vector<std::pair<std::string, torch::Tensor>>;
+  virtual Tensors adapted_weights(Tensors tensors, const std::function<void(const std::string&)>& say) const {
+    (void)say;
+    return tensors;
+  }
 };
 
 using ClassifierPtr = std::shared_ptr<Classifier>;
