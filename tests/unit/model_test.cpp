@@ -9,6 +9,7 @@
 
 #include "support/fixtures.hpp"
 #include "trainer/models/blocks/channels.hpp"
+#include "trainer/models/blocks/multihead_attention.hpp"
 #include "trainer/models/blocks/stochastic_depth.hpp"
 #include "trainer/models/convnext.hpp"
 #include "trainer/models/efficientnet.hpp"
@@ -20,6 +21,7 @@
 #include "trainer/models/vit.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
+#include "trainer/util/torch_compat.hpp"
 
 namespace trainer {
 namespace {
@@ -449,6 +451,40 @@ TEST(ModelFactory, ViTTakesWholePatchesAndItsOlderNames) {
   EXPECT_EQ(renamed[1].first, "encoder.layers.encoder_layer_3.mlp.3.bias");
   EXPECT_TRUE(renamed[2].second.equal(torch::ones({1, 3, 768})));  // already this model's size: as it is
   EXPECT_FALSE(said);
+}
+
+// The attention every transformer block runs: LibTorch's fused scaled_dot_product_attention where it has one (2.x:
+// the torch2 lane) equals the math written out, with and without an additive bias; and the ViT's
+// MultiheadAttention equals LibTorch's own nn::MultiheadAttention (sequence-first) given the same weights. The
+// tolerance: the same float32 products of 8 terms summed in another order, on values of order 1.
+TEST(Attention, FusedKernelAndMathAgreeAndMultiheadAttentionIsPyTorchs) {
+  torch::manual_seed(2);
+  const torch::Tensor q = torch::randn({2, 3, 5, 8}), k = torch::randn({2, 3, 5, 8}), v = torch::randn({2, 3, 5, 8});
+  const torch::Tensor bias = torch::randn({3, 5, 5});
+  for (const auto& b : {std::optional<torch::Tensor>{}, std::optional<torch::Tensor>{bias}}) {
+    const torch::Tensor fused = compat::attention(q, k, v, b, 0.0, false);
+    const torch::Tensor math = compat::attention_math(q, k, v, b, 0.0, false);
+    EXPECT_LT((fused - math).abs().max().item<double>(), 1e-5);
+    // softmax rows sum to one: each output is a convex mix of v's rows
+    EXPECT_LE(math.abs().max().item<double>(), v.abs().max().item<double>() + 1e-5);
+  }
+  MultiheadAttention mine(24, 3, 0.0);
+  torch::nn::MultiheadAttention theirs(torch::nn::MultiheadAttentionOptions(24, 3));
+  {
+    torch::NoGradGuard no_grad;
+    theirs->in_proj_weight.copy_(mine.in_proj_weight);
+    theirs->in_proj_bias.normal_();
+    mine.in_proj_bias.copy_(theirs->in_proj_bias);
+    theirs->out_proj->weight.copy_(mine.out_proj->weight);
+    mine.out_proj->bias.normal_();
+    theirs->out_proj->bias.copy_(mine.out_proj->bias);
+  }
+  mine.eval();
+  theirs->eval();
+  const torch::Tensor x = torch::randn({2, 7, 24});  // [N, L, D]
+  const torch::Tensor t = x.transpose(0, 1);         // [L, N, D]
+  const torch::Tensor expected = std::get<0>(theirs->forward(t, t, t)).transpose(0, 1);
+  EXPECT_LT((mine.forward(x) - expected).abs().max().item<double>(), 1e-5);
 }
 
 }  // namespace
