@@ -128,7 +128,7 @@ int run_export(const ExportArgs& args) {
   const std::optional<LayerGraph> graph = model->inference_graph();
   if (format.needs_graph && !graph)
     throw ExportError("model.arch " + c.model.arch + " has no inference graph, so it cannot be exported as " +
-                      format.name);
+                      format.name + " (its weights under torchvision's names can: -o model.safetensors)");
   ExportRequest request;
   if (graph) request.graph = *graph;
   request.parameters = float_copies(model->named_parameters().pairs());
