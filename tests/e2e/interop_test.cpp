@@ -286,12 +286,17 @@ TEST_P(TrainStep, LossGradientsAndRunningStatisticsEqualTorchvisions) {
     EXPECT_LT(diff, 1e-4) << p.key();
     worst = std::max(worst, diff);
   }
-  for (const auto& [name, t] : model_state(*model)) {
+  size_t buffers = 0;
+  for (const auto& item : model->named_buffers()) {  // running statistics (the parameters take no step)
+    ++buffers;
+    const std::string& name = item.key();
+    const torch::Tensor& t = item.value();
     const torch::Tensor& s = theirs.at("state." + name);
     EXPECT_LE((t.to(torch::kDouble) - s.to(torch::kDouble)).abs().max().item<double>(),
               1e-5 * (s.to(torch::kDouble).abs().max().item<double>() + 1))
         << name;
   }
+  EXPECT_EQ(theirs.size(), 3 + model->named_parameters().size() + buffers);  // input, target, loss, grads, buffers
   std::printf("%s: loss %.6f vs %.6f, worst relative gradient difference %.3g\n", a.name.c_str(), loss.item<double>(),
               theirs.at("loss").item<double>(), worst);
 }

@@ -5,7 +5,7 @@
   torchvision_interop.py make ARCH SEED WEIGHTS IO   write a seeded ARCH's weights, and an input with its logits
                                                    (WEIGHTS ending in .pth: torch.save's file of the state dict)
   torchvision_interop.py step ARCH SEED WEIGHTS OUT  one training step of a seeded ARCH (weights written first); OUT
-                                                   holds its input, target, loss, gradients and state after
+                                                   holds its input, target, loss, gradients and buffers after
   torchvision_interop.py keys OUT ARCH...           write each ARCH's state-dict names and shapes, in order, to OUT
                                                    as JSON {arch: [[name, shape], ...]}
   torchvision_interop.py unreadable KIND PATH        write a .pth the trainer must refuse: KIND is legacy (the
@@ -133,7 +133,7 @@ def main(argv):
     if len(argv) == 6 and argv[1] == "step":
         # One training step from seeded weights (written to WEIGHTS first): train mode, so BatchNorm takes batch
         # statistics and updates its running ones, and stochastic depth and dropout draw from the generator seeded
-        # with SEED + 1 just before the forward pass. OUT: input, target, loss, grad.NAME, state.NAME (after).
+        # with SEED + 1 just before the forward pass. OUT: input, target, loss, grad.NAME, state.BUFFER (after).
         _, _, arch, seed, weights, out = argv
         torch.manual_seed(int(seed))
         model, shape = build(arch)
@@ -147,7 +147,8 @@ def main(argv):
         loss.backward()
         tensors = {"input": x, "target": target, "loss": loss.detach().reshape(1)}
         tensors.update({"grad." + n: p.grad for n, p in model.named_parameters()})
-        tensors.update({"state." + n: t for n, t in model.state_dict().items()})
+        # The buffers after the step (running statistics); the parameters take no step here.
+        tensors.update({"state." + n: t for n, t in model.named_buffers()})
         write_safetensors(out, tensors)
         print(f"{arch}: one training step, loss {loss.item():.6f}")
         return 0
