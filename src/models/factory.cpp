@@ -8,6 +8,7 @@
 #include "trainer/models/regnet.hpp"
 #include "trainer/models/resnet.hpp"
 #include "trainer/models/simple_cnn.hpp"
+#include "trainer/models/swin.hpp"
 #include "trainer/models/vit.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -165,6 +166,30 @@ void add_vits(std::vector<ModelRow>& t) {
   }
 }
 
+// ConvNeXt's layout: the stem, each block of the stages at features.1, 3, 5, 7, each patch merging between them;
+// the final LayerNorm with the head.
+std::string swin_block(const std::string& p) {
+  if (starts_with(p, "head.") || starts_with(p, "norm.")) return "";
+  return convnext_block(p);
+}
+
+void add_swins(std::vector<ModelRow>& t) {
+  for (const auto& [name, spec] : swin_specs()) {
+    ModelRow row = family_row(name,
+                              [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
+                                return std::make_shared<SwinTransformer>(spec, m.in_channels, m.num_classes, m.dropout,
+                                                                         m.stochastic_depth);
+                              },
+                              {"head.*"});
+    row.channels_last_on_cuda = false;  // its tensors are tokens [N, H, W, C]; only the patch projection is a conv
+    row.stochastic_depth = spec.stochastic_depth;
+    row.has_stochastic_depth = true;
+    row.min_size = 32;  // the patch (4) and three 2x2 mergings; smaller maps pad to a window anyway
+    row.block_of = swin_block;
+    t.push_back(std::move(row));
+  }
+}
+
 // model.dropout / model.stochastic_depth: -1 is the row's own value; anything else below 0 is a mistake.
 double resolved(double value, double own, const char* key) {
   if (value == -1) return own;
@@ -189,6 +214,7 @@ const std::vector<ModelRow>& model_rows() {
     add_mobilenets(t);
     add_regnets(t);
     add_vits(t);
+    add_swins(t);
     return t;
   }();
   return rows;

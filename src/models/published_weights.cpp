@@ -13,7 +13,7 @@ const char* const kSwagLicence =
 }  // namespace
 
 // From torchvision 0.14's weight enums (models/resnet.py, convnext.py, efficientnet.py, mobilenetv3.py, regnet.py,
-// vision_transformer.py):
+// vision_transformer.py, swin_transformer.py):
 // name, file of the url, num_params, ImageNet-1k acc@1, then its transforms: resize_size, crop_size, interpolation,
 // mean and std; the EfficientNet B0-B7 files under the names torchvision publishes them under since PR #8036.
 std::vector<PublishedWeights> torchvision_weights(const std::string& arch) {
@@ -98,6 +98,12 @@ std::vector<PublishedWeights> torchvision_weights(const std::string& arch) {
       {"vit_l_32", {"IMAGENET1K_V1", "vit_l_32-c7638314.pth", 306535400, 76.972, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
       {"vit_h_14", {"IMAGENET1K_SWAG_LINEAR_V1", "vit_h_14_lc_swag-c1eb923e.pth", 632045800, 85.708, 224, 1000, 224, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
       {"vit_h_14", {"IMAGENET1K_SWAG_E2E_V1", "vit_h_14_swag-80465313.pth", 633470440, 88.552, 518, 1000, 518, Interpolation::bicubic, kImageNetMean, kImageNetStd, kSwagLicence, {}}},
+      {"swin_t", {"IMAGENET1K_V1", "swin_t-704ceda3.pth", 28288354, 81.474, 232, 1000, 224, Interpolation::bicubic, kImageNetMean, kImageNetStd, "", {}}},
+      {"swin_s", {"IMAGENET1K_V1", "swin_s-5e29d889.pth", 49606258, 83.196, 246, 1000, 224, Interpolation::bicubic, kImageNetMean, kImageNetStd, "", {}}},
+      {"swin_b", {"IMAGENET1K_V1", "swin_b-68c6b09e.pth", 87768224, 83.582, 238, 1000, 224, Interpolation::bicubic, kImageNetMean, kImageNetStd, "", {}}},
+      {"swin_v2_t", {"IMAGENET1K_V1", "swin_v2_t-b137f0e2.pth", 28351570, 82.072, 260, 1000, 256, Interpolation::bicubic, kImageNetMean, kImageNetStd, "", {}}},
+      {"swin_v2_s", {"IMAGENET1K_V1", "swin_v2_s-637d8ceb.pth", 49737442, 83.712, 260, 1000, 256, Interpolation::bicubic, kImageNetMean, kImageNetStd, "", {}}},
+      {"swin_v2_b", {"IMAGENET1K_V1", "swin_v2_b-781e5279.pth", 87930848, 84.112, 272, 1000, 256, Interpolation::bicubic, kImageNetMean, kImageNetStd, "", {}}},
   };
   std::vector<PublishedWeights> found;
   for (const auto& [name, weights] : table)

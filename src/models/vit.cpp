@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "trainer/models/blocks/mlp.hpp"
 #include "trainer/models/blocks/multihead_attention.hpp"
 #include "trainer/models/blocks/trunc_normal.hpp"
 #include "trainer/util/error.hpp"
@@ -19,32 +20,13 @@ constexpr double kEps = 1e-6;
 
 nn::LayerNorm layer_norm(int64_t dim) { return nn::LayerNorm(nn::LayerNormOptions({dim}).eps(kEps)); }
 
-// MLPBlock: Linear "0", GELU, Dropout, Linear "3", Dropout; Xavier-uniform weights and N(0, 1e-6) biases.
-struct MlpBlock final : nn::Module {
-  MlpBlock(int64_t dim, int64_t hidden, double dropout) : dropout(dropout) {
-    expand = register_module("0", nn::Linear(dim, hidden));
-    project = register_module("3", nn::Linear(hidden, dim));
-    torch::NoGradGuard no_grad;
-    for (auto* l : {&expand, &project}) {
-      nn::init::xavier_uniform_((*l)->weight);
-      nn::init::normal_((*l)->bias, 0, 1e-6);
-    }
-  }
-  torch::Tensor forward(const torch::Tensor& x) {
-    const torch::Tensor h = torch::dropout(torch::gelu(expand->forward(x)), dropout, is_training());
-    return torch::dropout(project->forward(h), dropout, is_training());
-  }
-  double dropout;
-  nn::Linear expand{nullptr}, project{nullptr};
-};
-
 // EncoderBlock: x + dropout(attention(ln_1(x))), then + mlp(ln_2(.)).
 struct EncoderBlock final : nn::Module {
   EncoderBlock(const ViTSpec& s, double dropout) : dropout(dropout) {
     ln_1 = register_module("ln_1", layer_norm(s.hidden));
     self_attention = register_module("self_attention", std::make_shared<MultiheadAttention>(s.hidden, s.heads, 0.0));
     ln_2 = register_module("ln_2", layer_norm(s.hidden));
-    mlp = register_module("mlp", std::make_shared<MlpBlock>(s.hidden, s.mlp, dropout));
+    mlp = register_module("mlp", std::make_shared<Mlp>(s.hidden, s.mlp, dropout));
   }
   torch::Tensor forward(const torch::Tensor& input) {
     const torch::Tensor x =
@@ -54,15 +36,15 @@ struct EncoderBlock final : nn::Module {
   double dropout;
   nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   std::shared_ptr<MultiheadAttention> self_attention;
-  std::shared_ptr<MlpBlock> mlp;
+  std::shared_ptr<Mlp> mlp;
 };
 
 }  // namespace
 
 const std::vector<std::pair<std::string, ViTSpec>>& vit_specs() {
   static const std::vector<std::pair<std::string, ViTSpec>> specs{
-      {"vit_b_16", {16, 12, 12, 768, 3072}},   {"vit_b_32", {32, 12, 12, 768, 3072}},
-      {"vit_l_16", {16, 24, 16, 1024, 4096}},  {"vit_l_32", {32, 24, 16, 1024, 4096}},
+      {"vit_b_16", {16, 12, 12, 768, 3072}},  {"vit_b_32", {32, 12, 12, 768, 3072}},
+      {"vit_l_16", {16, 24, 16, 1024, 4096}}, {"vit_l_32", {32, 24, 16, 1024, 4096}},
       {"vit_h_14", {14, 32, 16, 1280, 5120}},
   };
   return specs;

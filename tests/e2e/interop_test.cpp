@@ -83,6 +83,9 @@ void randomize_norms(torch::nn::Module& model) {
     if (ends_with(p.key(), "layer_scale")) p.value().uniform_(0.1, 0.3);
     // ViT's zero-initialised class token and head would make every logit 0.
     if (p.key() == "class_token" || starts_with(p.key(), "heads.head.")) p.value().normal_(0, 0.02);
+    // Swin's zero biases would hide V2's zeroed key third; its logit scales partly above their cap of log(100).
+    if (ends_with(p.key(), "qkv.bias")) p.value().normal_(0, 0.1);
+    if (ends_with(p.key(), "logit_scale")) p.value().uniform_(1.5, 5.0);
   }
 }
 
@@ -142,8 +145,8 @@ TEST_P(Interop, TorchvisionWeightsGiveTheSameLogitsInTheTrainer) {
 TEST(ViTResize, PositionEmbeddingResizedAsTorchvisionDoes) {
   SKIP_WITHOUT_TORCHVISION();
   TempDir dir;
-  const auto made = python("resize vit_b_16 5 64 96 " + (dir / "tv.safetensors").string() + " " +
-                           (dir / "io.safetensors").string());
+  const auto made =
+      python("resize vit_b_16 5 64 96 " + (dir / "tv.safetensors").string() + " " + (dir / "io.safetensors").string());
   ASSERT_EQ(made.exit_code, 0) << made.output;
   Arch a = arch("vit_b_16");
   a.input = {96, 96, 3};
@@ -170,6 +173,25 @@ TEST(ViTResize, PositionEmbeddingResizedAsTorchvisionDoes) {
                  "config: data: vit_b_16 cuts images into 16x16 patches, so their sides must be multiples of 16, got "
                  "100x96");
   }
+}
+
+// Swin at a size of its own: 32x80 pads each stage's map to whole windows, shifts the windows along one side only
+// (along the other one window covers the map), and merges an odd side (5 columns) with torchvision's padding. V1
+// here (window 7), V2 in Interop (window 8, at 64x64); the window code is one.
+TEST(SwinShapes, TorchvisionWeightsGiveTheSameLogitsAtAnySize) {
+  SKIP_WITHOUT_TORCHVISION();
+  TempDir dir;
+  const auto made =
+      python("make swin_t 5 " + (dir / "tv.safetensors").string() + " " + (dir / "io.safetensors").string() + " 32x80");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  auto model = build_model(arch("swin_t").config.model, {32, 80, 3});
+  load_weights(*model, read_safetensors(dir / "tv.safetensors").tensors, {}, "tv.safetensors");
+  model->eval();
+  const auto io = read_safetensors(dir / "io.safetensors").tensors;  // name order: input, logits
+  ASSERT_EQ(io[0].second.sizes(), (std::vector<int64_t>{2, 3, 32, 80}));
+  const double diff = (model->forward(io[0].second) - io[1].second).abs().max().item<double>();
+  EXPECT_LE(diff, 1e-4);
+  std::printf("swin_t at 32x80: max |logit difference| %.3g\n", diff);
 }
 
 // torchvision's published weights are torch.save files of the state dict (ResNet50_Weights.IMAGENET1K_V1 is
@@ -303,7 +325,7 @@ TEST_P(TrainStep, LossGradientsAndRunningStatisticsEqualTorchvisions) {
 
 INSTANTIATE_TEST_SUITE_P(Torchvision, TrainStep,
                          ::testing::Values("convnext_tiny", "efficientnet_b0", "mobilenet_v3_small", "regnet_y_400mf",
-                                           "vit_b_16"),
+                                           "vit_b_16", "swin_v2_t"),
                          [](const auto& info) { return info.param; });
 
 // Every row of the model table but mnist_cnn is a torchvision model: the same state-dict names, in the same order,
@@ -334,12 +356,13 @@ TEST(TorchvisionNames, EveryArchHasTorchvisionsKeysAndShapesInOrder) {
     }
   }
   EXPECT_EQ(expected.size(), count);
-  EXPECT_GE(count, 38u);  // 47 rows but mnist_cnn, 9 of them over 100M parameters
+  EXPECT_GE(count, 44u);  // 53 rows but mnist_cnn, 9 of them over 100M parameters
 }
 
 INSTANTIATE_TEST_SUITE_P(Torchvision, Interop,
                          ::testing::Values("resnet18", "mnist_cnn", "convnext_tiny", "efficientnet_b0",
-                                           "efficientnet_v2_s", "mobilenet_v3_small", "regnet_y_400mf", "vit_b_32"),
+                                           "efficientnet_v2_s", "mobilenet_v3_small", "regnet_y_400mf", "vit_b_32",
+                                           "swin_v2_t"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -108,7 +108,7 @@ TEST(LayerDecay, EachBlockTakesTheFactorOnceMoreFromTheClassifierDown) {
 TEST(LayerDecay, EveryFamilyNumbersItsBlocksFromTheStem) {
   for (const std::string arch :
        {"resnet18", "convnext_tiny", "efficientnet_b0", "efficientnet_v2_s", "mobilenet_v3_small", "regnet_y_400mf",
-        "vit_b_32"}) {
+        "vit_b_32", "swin_v2_t"}) {
     ModelConfig m;
     m.arch = arch;
     m.in_channels = 3;
@@ -138,6 +138,12 @@ TEST(LayerDecay, EveryFamilyNumbersItsBlocksFromTheStem) {
   EXPECT_EQ(model_row("vit_b_16").block_of("encoder.layers.encoder_layer_11.mlp.3.bias"),
             "encoder.layers.encoder_layer_11");
   EXPECT_EQ(model_row("vit_b_16").block_of("encoder.ln.weight"), "");
+  // Swin: ConvNeXt's layout (stem, each block, each patch merging), the final LayerNorm with the head.
+  EXPECT_EQ(model_row("swin_t").block_of("features.0.2.weight"), "features.0");
+  EXPECT_EQ(model_row("swin_t").block_of("features.5.3.attn.relative_position_bias_table"), "features.5.3");
+  EXPECT_EQ(model_row("swin_t").block_of("features.6.reduction.weight"), "features.6");
+  EXPECT_EQ(model_row("swin_t").block_of("norm.weight"), "");
+  EXPECT_EQ(model_row("swin_t").block_of("head.bias"), "");
   EXPECT_FALSE(model_row("mnist_cnn").block_of);
 }
 

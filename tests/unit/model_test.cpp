@@ -18,6 +18,7 @@
 #include "trainer/models/mobilenet_v3.hpp"
 #include "trainer/models/regnet.hpp"
 #include "trainer/models/resnet.hpp"
+#include "trainer/models/swin.hpp"
 #include "trainer/models/vit.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -321,7 +322,8 @@ TEST(ModelFactory, EveryArchHasExactlyOneRow) {
   }
   // mnist_cnn and every spec of every family
   EXPECT_EQ(names.size(), 1 + resnet_specs().size() + convnext_specs().size() + efficientnet_specs().size() +
-                              mobilenet_v3_specs().size() + regnet_specs().size() + vit_specs().size());
+                              mobilenet_v3_specs().size() + regnet_specs().size() + vit_specs().size() +
+                              swin_specs().size());
   EXPECT_TRUE(names.count("mnist_cnn"));
   for (const auto& [name, spec] : resnet_specs()) EXPECT_TRUE(names.count(name)) << name;
   for (const auto& [name, spec] : regnet_specs()) EXPECT_TRUE(names.count(name)) << name;
@@ -397,8 +399,9 @@ TEST(ModelFactory, StochasticDepthDropsWholeSamplesAndScalesTheRest) {
 // And every family exports: its model gives the layer graph the deployment formats translate. Checked on the
 // smallest model of each family (the others share their family's builder).
 TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoesAndEveryFamilyExports) {
-  for (const std::string arch : {"mnist_cnn", "resnet18", "resnext50_32x4d", "wide_resnet50_2", "convnext_tiny",
-                                 "efficientnet_b0", "efficientnet_v2_s", "mobilenet_v3_small", "regnet_x_400mf"}) {
+  for (const std::string arch :
+       {"mnist_cnn", "resnet18", "resnext50_32x4d", "wide_resnet50_2", "convnext_tiny", "efficientnet_b0",
+        "efficientnet_v2_s", "mobilenet_v3_small", "regnet_x_400mf", "swin_t"}) {
     const ModelRow& row = model_row(arch);
     ModelConfig m = arch == "mnist_cnn" ? ModelConfig{} : resnet_config(arch, 1, 3);
     m.num_classes = 3;
@@ -409,7 +412,8 @@ TEST(ModelFactory, AnyInputSizeIsWhatTheModelDoesAndEveryFamilyExports) {
     if (row.any_input_size)
       EXPECT_EQ(model->forward(torch::zeros({1, 1, 48, 40})).sizes(), (std::vector<int64_t>{1, 3})) << arch;
     else EXPECT_ANY_THROW(model->forward(torch::zeros({1, 1, 48, 40}))) << arch;
-    EXPECT_TRUE(model->inference_graph().has_value()) << arch;
+    // Swin has no layer graph yet: export names safetensors for it.
+    EXPECT_EQ(model->inference_graph().has_value(), arch != "swin_t") << arch;
   }
 }
 
@@ -441,16 +445,39 @@ TEST(ModelFactory, ViTTakesWholePatchesAndItsOlderNames) {
   EXPECT_ANY_THROW(model->forward(torch::zeros({2, 3, 64, 64})));
   EXPECT_EQ(model->named_parameters()["encoder.pos_embedding"].sizes(), (std::vector<int64_t>{1, 3, 768}));
   bool said = false;
-  const auto renamed = model->adapted_weights(
-      {{"encoder.layers.encoder_layer_3.mlp.linear_1.weight", torch::zeros({3072, 768})},
-       {"encoder.layers.encoder_layer_3.mlp.linear_2.bias", torch::zeros({768})},
-       {"encoder.pos_embedding", torch::ones({1, 3, 768})}},
-      [&](const std::string&) { said = true; });
+  const auto renamed =
+      model->adapted_weights({{"encoder.layers.encoder_layer_3.mlp.linear_1.weight", torch::zeros({3072, 768})},
+                              {"encoder.layers.encoder_layer_3.mlp.linear_2.bias", torch::zeros({768})},
+                              {"encoder.pos_embedding", torch::ones({1, 3, 768})}},
+                             [&](const std::string&) { said = true; });
   ASSERT_EQ(renamed.size(), 3u);
   EXPECT_EQ(renamed[0].first, "encoder.layers.encoder_layer_3.mlp.0.weight");
   EXPECT_EQ(renamed[1].first, "encoder.layers.encoder_layer_3.mlp.3.bias");
   EXPECT_TRUE(renamed[2].second.equal(torch::ones({1, 3, 768})));  // already this model's size: as it is
   EXPECT_FALSE(said);
+}
+
+// Swin takes any image size from 32 up with the same weights (each stage's map padded to whole windows, an odd
+// side padded before merging), non-square ones too; below 32 is a config error.
+TEST(ModelFactory, SwinTakesAnySizeFrom32) {
+  for (const std::string arch : {"swin_t", "swin_v2_t"}) {
+    ModelConfig m;
+    m.arch = arch;
+    m.in_channels = 3;
+    m.num_classes = 4;
+    EXPECT_EQ(testing::error_of<ConfigError>([&] {
+                build_model(m, {16, 64, 3});
+              }),
+              "config: data: " + arch + " takes images of at least 32x32 pixels, got 16x64");
+    auto model = build_model(m, {32, 32, 3});
+    model->eval();
+    torch::NoGradGuard no_grad;
+    for (const auto& [h, w] : {std::pair<int64_t, int64_t>{32, 32}, {40, 72}, {96, 36}}) {
+      const torch::Tensor logits = model->forward(torch::randn({2, 3, h, w}));
+      EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{2, 4})) << arch << " " << h << "x" << w;
+      EXPECT_TRUE(logits.isfinite().all().item<bool>()) << arch;
+    }
+  }
 }
 
 // The attention every transformer block runs: LibTorch's fused scaled_dot_product_attention where it has one (2.x:
@@ -468,6 +495,14 @@ TEST(Attention, FusedKernelAndMathAgreeAndMultiheadAttentionIsPyTorchs) {
     // softmax rows sum to one: each output is a convex mix of v's rows
     EXPECT_LE(math.abs().max().item<double>(), v.abs().max().item<double>() + 1e-5);
   }
+  // Swin's shifted windows: [batch, windows, heads, L, d] with a bias per window and head broadcast over the batch;
+  // V2's cosine attention scales the queries itself (scale 1). The reference: the scores written out.
+  const torch::Tensor q5 = torch::randn({2, 4, 3, 5, 8}), k5 = torch::randn({2, 4, 3, 5, 8});
+  const torch::Tensor v5 = torch::randn({2, 4, 3, 5, 8}), bias5 = torch::randn({4, 3, 5, 5});
+  const torch::Tensor expected5 =
+      torch::matmul(torch::softmax(torch::matmul(q5, k5.transpose(-2, -1)) + bias5, -1), v5);
+  EXPECT_LT((compat::attention(q5, k5, v5, bias5, 0.0, false, 1.0) - expected5).abs().max().item<double>(), 1e-5);
+  EXPECT_LT((compat::attention_math(q5, k5, v5, bias5, 0.0, false, 1.0) - expected5).abs().max().item<double>(), 1e-5);
   MultiheadAttention mine(24, 3, 0.0);
   torch::nn::MultiheadAttention theirs(torch::nn::MultiheadAttentionOptions(24, 3));
   {

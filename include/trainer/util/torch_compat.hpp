@@ -158,15 +158,18 @@ void use_classic_tcp_store(TcpStoreOptions& options) {
 #endif
 }
 
-// softmax(q k^T / sqrt(d) + bias) v over the last two dimensions ([..., L, d] each), with dropout p on the
-// weights when training: PyTorch's own math, written out (the only path LibTorch 1.13 has, and the reference the
-// fused kernels are checked against).
+// softmax(q k^T * scale + bias) v over the last two dimensions ([..., L, d] each), scale 1 / sqrt(d) unless given
+// (Swin V2's cosine attention scales q itself and passes 1), with dropout p on the weights when training:
+// PyTorch's own math, written out (the only path LibTorch 1.13 has, and the reference the fused kernels are
+// checked against).
 torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             const std::optional<torch::Tensor>& bias, double dropout, bool training);
+                             const std::optional<torch::Tensor>& bias, double dropout, bool training,
+                             std::optional<double> scale = std::nullopt);
 
 // The same through LibTorch's scaled_dot_product_attention where it exists (2.1 and later: fused flash and
 // memory-efficient kernels on CUDA, an additive bias through the kernels that take one); attention_math on 1.13.
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        const std::optional<torch::Tensor>& bias, double dropout, bool training);
+                        const std::optional<torch::Tensor>& bias, double dropout, bool training,
+                        std::optional<double> scale = std::nullopt);
 
 }  // namespace trainer::compat
