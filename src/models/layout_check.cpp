@@ -66,7 +66,11 @@ std::shared_ptr<ProbeState> make_probe_state(const ModelConfig& model, const Ima
   state->x = torch::randn({2, input.channels, input.height, input.width});
   for (const auto& item : reference->named_parameters()) state->weights[item.key()] = item.value().detach().clone();
   for (const auto& item : reference->named_buffers()) state->weights[item.key()] = item.value().detach().clone();
-  reference->to(torch::kDouble);
+  // Floating-point tensors only, as PyTorch's Module.double() (LibTorch's to(dtype) would also turn an index
+  // buffer, Swin's relative_position_index, into doubles).
+  for (auto& t : reference->parameters()) t.set_data(t.to(torch::kDouble));
+  for (auto& t : reference->buffers())
+    if (t.is_floating_point()) t.set_data(t.to(torch::kDouble));
   reference->eval();
   state->reference = reference->forward(state->x.to(torch::kDouble));
   return state;

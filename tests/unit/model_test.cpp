@@ -292,6 +292,12 @@ TEST(LayoutCheck, ProbeLeavesTheGeneratorAlone) {
   const LayoutProbe probe = model_layout_probe(m, {16, 16, 3}, torch::kCPU);
   EXPECT_LT(probe(false, true), 1e-5);
   EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
+  // A model with an index buffer (Swin's relative_position_index) keeps it an index in the float64 reference.
+  ModelConfig swin;
+  swin.arch = "swin_t";
+  swin.in_channels = 3;
+  swin.num_classes = 4;
+  EXPECT_LT(model_layout_probe(swin, {32, 32, 3}, torch::kCPU)(true, true), 1e-5);
 }
 
 TEST(LayoutCheck, AutoFollowsTheModelRow) {
