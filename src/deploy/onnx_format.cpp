@@ -159,6 +159,13 @@ class GraphWriter {
           set_ints(n, "kernel_shape", {1, 1});
           break;
         }
+        case LayerKind::vit_embedding: vit_embedding(l); break;
+        case LayerKind::self_attention: self_attention(l); break;
+        case LayerKind::first_token: {  // [N, D, 1, L] -> [N, D, 1, 1] -> [N, D]
+          const std::string first = step("Slice", {value(l.inputs[0]), ints({0}), ints({1}), ints({3})}, l);
+          set_int(node("Flatten", {first}, l), "axis", 1);
+          break;
+        }
       }
     }
   }
@@ -222,7 +229,7 @@ class GraphWriter {
     const std::string spread_kernel = constant("channel_spread_" + std::to_string(c), torch::ones({c, 1, 1, 1}));
     auto conv1x1 = [&](const std::string& in, const std::string& kernel) {
       const std::string out = step("Conv", {in, kernel}, l);
-      set_ints(*graph_.mutable_node(graph_.node_size() - 1), "kernel_shape", {1, 1});
+      set_ints(last_node(), "kernel_shape", {1, 1});
       return out;
     };
     const std::string d = step("Sub", {x, conv1x1(conv1x1(x, mean_kernel), spread_kernel)}, l);
@@ -230,6 +237,76 @@ class GraphWriter {
     const std::string pow = step("Pow", {step("Add", {var, scalar(l.eps)}, l), scalar(-0.5)}, l);
     const std::string scale = conv1x1(pow, constant(l.param + ".weight_c111", w.reshape({c, 1, 1, 1})));
     node("Add", {step("Mul", {d, scale}, l), constant(l.param + ".bias_c11", b.reshape({c, 1, 1}))}, l);
+  }
+
+  // ViT's tokens: the patch grid [N, D, gh, gw] as a row [N, D, 1, gh*gw], a zero column put first (Pad), plus the
+  // position embedding as [1, D, 1, 1 + gh*gw] with the class token added into its first column: the class token
+  // needs no batch-sized copy (OpenCV 4.6 has no Expand), and every node is one every runtime runs.
+  void vit_embedding(const Layer& l) {
+    const torch::Tensor token = tensors_.at(l.param + "class_token");          // [1, 1, D]
+    const torch::Tensor pos = tensors_.at(l.param + "encoder.pos_embedding");  // [1, 1 + L, D]
+    const int64_t d = pos.size(2);
+    const std::string row = step("Reshape", {value(l.inputs[0]), ints({0, d, 1, -1})}, l);
+    const std::string padded = step("Pad", {row, ints({0, 0, 0, 1, 0, 0, 0, 0})}, l);
+    torch::Tensor table = pos.to(torch::kFloat).clone();
+    table.select(1, 0).add_(token.to(torch::kFloat).select(1, 0));
+    // As [D, 1, 1 + L], without the leading 1: OpenCV 4.6 broadcasts that constant over a batch > 1, not [1, D, 1, L].
+    node("Add",
+         {padded, constant(l.param + "encoder.pos_embedding_with_class_token", table[0].t().unsqueeze(1).contiguous())},
+         l);
+  }
+
+  // nn.MultiheadAttention's self-attention on tokens [N, D, 1, L], as 1x1 convolutions, Reshape, Transpose,
+  // MatMul and Softmax over each head's [d, L] slice (d = D / heads): q^T k [N, H, L, L], softmax over the keys,
+  // v attn^T [N, H, d, L], which is already the heads' concatenation in nn.MultiheadAttention's order.
+  void self_attention(const Layer& l) {
+    const torch::Tensor w = tensors_.at(l.param + ".in_proj_weight");  // [3D, D]
+    const int64_t dim = w.size(1), head = dim / l.heads;
+    const std::string qkv =
+        step("Conv",
+             {value(l.inputs[0]), constant(l.param + ".in_proj_weight_1x1", w.reshape({3 * dim, dim, 1, 1})),
+              weight(l.param + ".in_proj_bias")},
+             l);
+    set_ints(last_node(), "kernel_shape", {1, 1});
+    auto part = [&](int64_t i) {  // [N, 3D, 1, L] -> rows i*D .. (i+1)*D as [N, H, d, L]
+      const std::string rows = step("Slice", {qkv, ints({i * dim}), ints({(i + 1) * dim}), ints({1})}, l);
+      return step("Reshape", {rows, ints({0, l.heads, head, -1})}, l);
+    };
+    const std::string q = part(0), k = part(1), v = part(2);
+    const std::string qt = transpose_last(step("Mul", {q, scalar(1.0 / std::sqrt(static_cast<double>(head)))}, l), l);
+    const std::string weights = step("Softmax", {step("MatMul", {qt, k}, l)}, l);
+    set_int(last_node(), "axis", 3);
+    const std::string mixed = step("MatMul", {v, transpose_last(weights, l)}, l);
+    const std::string out = l.param + ".out_proj";
+    const torch::Tensor wo = tensors_.at(out + ".weight");
+    auto& n = node("Conv",
+                   {step("Reshape", {mixed, ints({0, dim, 1, -1})}, l),
+                    constant(out + ".weight_1x1", wo.reshape({dim, dim, 1, 1})), weight(out + ".bias")},
+                   l);
+    set_ints(n, "kernel_shape", {1, 1});
+  }
+
+  // [N, H, a, b] -> [N, H, b, a]
+  std::string transpose_last(const std::string& x, const Layer& l) {
+    const std::string out = step("Transpose", {x}, l);
+    set_ints(last_node(), "perm", {0, 1, 3, 2});
+    return out;
+  }
+
+  onnx::NodeProto& last_node() { return *graph_.mutable_node(graph_.node_size() - 1); }
+
+  // An int64 initializer (shapes, pads, slice bounds), one per distinct value.
+  std::string ints(const std::vector<int64_t>& values) {
+    std::string name = "ints";
+    for (int64_t v : values) name += "_" + std::to_string(v);
+    if (written_.insert(name).second) {
+      auto* init = graph_.add_initializer();
+      init->set_name(name);
+      init->set_data_type(onnx::TensorProto::INT64);
+      init->add_dims(static_cast<int64_t>(values.size()));
+      for (int64_t v : values) init->add_int64_data(v);
+    }
+    return name;
   }
 
   // A float scalar initializer, one per value.

@@ -81,6 +81,25 @@ std::string forward_source(const LayerGraph& g) {
       case LayerKind::pixel_linear:
         call = "torch.linear(" + x + ".permute([0, 2, 3, 1]), " + p + ".weight, " + p + ".bias).permute([0, 3, 1, 2])";
         break;
+      case LayerKind::vit_embedding: {  // [N, D, gh, gw] -> [N, D, 1, 1 + gh*gw], the class token first
+        const std::string token = attribute_path(l.param + "class_token");
+        const std::string pos = attribute_path(l.param + "encoder.pos_embedding");
+        call = "torch.cat([" + token + ".permute([0, 2, 1]).unsqueeze(3).expand([" + x + ".size(0), -1, -1, -1]), " +
+               x + ".flatten(2).unsqueeze(2)], 3) + " + pos + ".permute([0, 2, 1]).unsqueeze(2)";
+        break;
+      }
+      case LayerKind::self_attention: {  // on [N, L, D], as nn.MultiheadAttention computes it, back to [N, D, 1, L]
+        const std::string o = l.output, heads = std::to_string(l.heads);
+        src += "    " + o + "_qkv = torch.linear(" + x + ".flatten(2).transpose(1, 2), " + p + ".in_proj_weight, " + p +
+               ".in_proj_bias).reshape([" + x + ".size(0), " + x + ".size(3), 3, " + heads + ", " + x + ".size(1) // " +
+               heads + "]).permute([2, 0, 3, 1, 4])\n";
+        src += "    " + o + "_w = torch.softmax(torch.matmul(" + o + "_qkv[0] * float(" + x + ".size(1) // " + heads +
+               ") ** -0.5, " + o + "_qkv[1].transpose(2, 3)), -1)\n";
+        call = "torch.linear(torch.matmul(" + o + "_w, " + o + "_qkv[2]).transpose(1, 2).flatten(2), " + p +
+               ".out_proj.weight, " + p + ".out_proj.bias).transpose(1, 2).unsqueeze(2)";
+        break;
+      }
+      case LayerKind::first_token: call = x + ".select(3, 0).select(2, 0)"; break;
     }
     src += "    " + l.output + " = " + call + "\n";
   }

@@ -101,6 +101,18 @@ std::string LayerGraph::pixel_linear(const std::string& x, const std::string& pa
   return append(make_layer(LayerKind::pixel_linear, {x}, param));
 }
 
+std::string LayerGraph::vit_embedding(const std::string& x, const std::string& param) {
+  return append(make_layer(LayerKind::vit_embedding, {x}, param));
+}
+
+std::string LayerGraph::self_attention(const std::string& x, const std::string& param, int64_t heads) {
+  Layer l = make_layer(LayerKind::self_attention, {x}, param);
+  l.heads = heads;
+  return append(std::move(l));
+}
+
+std::string LayerGraph::first_token(const std::string& x) { return append(make_layer(LayerKind::first_token, {x})); }
+
 const char* layer_kind_name(LayerKind kind) {
   switch (kind) {
     case LayerKind::conv: return "conv";
@@ -121,6 +133,9 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::scale: return "scale";
     case LayerKind::layer_norm_2d: return "layer_norm_2d";
     case LayerKind::pixel_linear: return "pixel_linear";
+    case LayerKind::vit_embedding: return "vit_embedding";
+    case LayerKind::self_attention: return "self_attention";
+    case LayerKind::first_token: return "first_token";
   }
   return "?";
 }

@@ -93,6 +93,20 @@ torch::Tensor VisionTransformer::forward(torch::Tensor images) {
   return head_->forward(x.select(1, 0));
 }
 
+// Tokens as [N, D, 1, L] (layer_graph.hpp), so LayerNorm, the MLP and GELU are the per-pixel kinds.
+std::optional<LayerGraph> VisionTransformer::inference_graph() const {
+  LayerGraph g;
+  std::string x = g.vit_embedding(g.conv(g.input, "conv_proj", *conv_proj_), "");
+  for (int64_t i = 0; i < spec_.layers; ++i) {
+    const std::string p = "encoder.layers.encoder_layer_" + std::to_string(i) + ".";
+    x = g.add(g.self_attention(g.layer_norm_2d(x, p + "ln_1", kEps), p + "self_attention", spec_.heads), x);
+    const std::string h = g.pixel_linear(g.layer_norm_2d(x, p + "ln_2", kEps), p + "mlp.0");
+    x = g.add(x, g.pixel_linear(g.activation(h, LayerKind::gelu), p + "mlp.3"));
+  }
+  g.output = g.linear(g.first_token(g.layer_norm_2d(x, "encoder.ln", kEps)), "heads.head");
+  return g;
+}
+
 Classifier::Tensors VisionTransformer::adapted_weights(Tensors tensors,
                                                        const std::function<void(const std::string&)>& say) const {
   for (auto& [name, t] : tensors) {

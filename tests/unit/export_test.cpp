@@ -15,6 +15,7 @@
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/models/blocks/layer_norm_2d.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/vit.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
 
@@ -31,10 +32,13 @@ const std::vector<DeployCase>& deploy_cases() {
   // efficientnet_v2_s is left out: with this test's perturbed weights its logits came out NaN under LibTorch 2.6
   // (the torch2 lane; not under 1.13). Its layers are efficientnet_b0's kinds; e2e/Interop exports it.
   static const std::vector<DeployCase> cases{
-      {"resnet18", StemKind::imagenet, {32, 32, 3}},           {"resnet18", StemKind::small, {32, 32, 3}},
+      {"resnet18", StemKind::imagenet, {32, 32, 3}},
+      {"resnet18", StemKind::small, {32, 32, 3}},
       {"resnext50_32x4d", StemKind::imagenet, {32, 32, 3}},
-      {"mnist_cnn", StemKind::imagenet, {28, 28, 1}},          {"convnext_tiny", StemKind::imagenet, {32, 32, 3}},
-      {"mobilenet_v3_small", StemKind::imagenet, {32, 32, 3}}, {"regnet_y_400mf", StemKind::imagenet, {32, 32, 3}},
+      {"mnist_cnn", StemKind::imagenet, {28, 28, 1}},
+      {"convnext_tiny", StemKind::imagenet, {32, 32, 3}},
+      {"mobilenet_v3_small", StemKind::imagenet, {32, 32, 3}},
+      {"regnet_y_400mf", StemKind::imagenet, {32, 32, 3}},
       // 64 px: at 32 its last stage is 1x1, where OpenCV 4.10 gets a padded depthwise 3x3 convolution wrong.
       {"efficientnet_b0", StemKind::imagenet, {64, 64, 3}},
   };
@@ -139,6 +143,30 @@ TEST(Export, OnnxAndTorchScriptGiveTheModelsLogits) {
   }
 }
 
+// The ViT's graph (tokens as [N, D, 1, L], the class token folded into the position embedding, attention as
+// MatMul and Softmax) on a small ViT of the same code: 2 layers of 48 features in 3 heads, 8x8 patches of 32x40
+// images (a 4x5 grid, 21 tokens), every weight off its start (the class token and head start at 0).
+TEST(Export, ViTGivesTheModelsLogits) {
+  torch::manual_seed(3);
+  VisionTransformer model(ViTSpec{8, 2, 3, 48, 96}, "vit_small_test", {32, 40, 3}, kDeployClasses, 0.0);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model.named_parameters()) p.value().add_(torch::randn_like(p.value()) * 0.1);
+  }
+  model.eval();
+  for (const ExportFormat& f : runnable_formats()) {
+    const DeployedModel deployed = f.open(serialize_model(f, model, {32, 40, 3}, {}), "vit." + f.name);
+    for (int64_t batch : {1, 5}) {
+      const auto x = torch::randn({batch, 3, 32, 40});
+      torch::NoGradGuard no_grad;
+      const auto expected = model.forward(x);
+      ASSERT_LT(expected.abs().max().item<double>(), 100.0);
+      EXPECT_LT((deployed.model->forward(x) - expected).abs().max().item<double>(), 1e-4)
+          << f.name << " batch " << batch;
+    }
+  }
+}
+
 // A fixed ONNX batch runs at that size; the file is the same graph otherwise.
 TEST(Export, FixedBatchOnnxRunsAtItsSize) {
 #ifndef TRAINER_ONNX
@@ -146,7 +174,8 @@ TEST(Export, FixedBatchOnnxRunsAtItsSize) {
 #endif
   const ExportFormat onnx = format_for_output("onnx", "");
   // mobilenet_v3_small: before opset 14 (no HardSwish operator) its hardswish is x * HardSigmoid(x).
-  for (const DeployCase& fixed : {deploy_cases()[1], DeployCase{"mobilenet_v3_small", StemKind::imagenet, {32, 32, 3}}}) {
+  for (const DeployCase& fixed :
+       {deploy_cases()[1], DeployCase{"mobilenet_v3_small", StemKind::imagenet, {32, 32, 3}}}) {
     const auto net = trained_model(fixed);
     for (int64_t opset : {13, 17}) {
       const DeployedModel deployed = onnx.open(serialize_model(onnx, *net, fixed.input, {}, 3, opset), "fixed.onnx");

@@ -34,6 +34,13 @@ enum class LayerKind {
   scale,          // inputs[0] * the tensor named param ([C, 1, 1], ConvNeXt's layer_scale)
   layer_norm_2d,  // param.{weight, bias} [C]: LayerNorm over the channels of each pixel of [N, C, H, W], eps
   pixel_linear,   // param.weight [O, I], param.bias: a Linear on each pixel's channels, [N, I, H, W] -> [N, O, H, W]
+  // Transformers hold their tokens as [N, D, 1, L] (channels = features, the width = the sequence), so the
+  // per-pixel kinds above (layer_norm_2d, pixel_linear, gelu, add) apply to them unchanged.
+  vit_embedding,   // the patch grid [N, D, gh, gw] -> tokens [N, D, 1, 1 + gh*gw]: param + "class_token" [1, 1, D]
+                   // first, then the patches row by row, plus param + "encoder.pos_embedding" [1, 1 + gh*gw, D]
+  self_attention,  // tokens [N, D, 1, L], `heads` heads: param.in_proj_weight [3D, D], param.in_proj_bias,
+                   // param.out_proj.{weight, bias} (nn.MultiheadAttention's names), softmax(q k^T / sqrt(d)) v
+  first_token,     // tokens [N, D, 1, L] -> [N, D]: the class token's features
 };
 
 struct Layer {
@@ -44,6 +51,7 @@ struct Layer {
   int64_t kernel = 0, stride = 1, padding = 0, groups = 1;
   bool bias = false;  // conv: has param.bias
   double eps = 1e-5;  // batch_norm, layer_norm_2d
+  int64_t heads = 1;  // self_attention
 };
 
 struct LayerGraph {
@@ -67,6 +75,9 @@ struct LayerGraph {
   std::string scale(const std::string& x, const std::string& tensor);
   std::string layer_norm_2d(const std::string& x, const std::string& param, double eps);
   std::string pixel_linear(const std::string& x, const std::string& param);
+  std::string vit_embedding(const std::string& x, const std::string& param);
+  std::string self_attention(const std::string& x, const std::string& param, int64_t heads);
+  std::string first_token(const std::string& x);
 
  private:
   std::string append(Layer layer);

@@ -9,6 +9,7 @@
 
 #include <torch/nn/modules/linear.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,7 @@ class VisionTransformer final : public Classifier {
   VisionTransformer(const ViTSpec& spec, const std::string& arch, const ImageShape& input, int64_t num_classes,
                     double dropout);
   torch::Tensor forward(torch::Tensor images) override;
+  std::optional<LayerGraph> inference_graph() const override;
   Tensors adapted_weights(Tensors tensors, const std::function<void(const std::string&)>& say) const override;
 
  private:
