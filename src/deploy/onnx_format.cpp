@@ -151,16 +151,27 @@ class GraphWriter {
         case LayerKind::layer_norm_2d: layer_norm_2d(l); break;
         case LayerKind::pixel_linear: {  // a 1x1 convolution with the Linear's weight [O, I] as [O, I, 1, 1]
           const torch::Tensor w = tensors_.at(l.param + ".weight");
-          auto& n =
-              node("Conv",
-                   {value(l.inputs[0]), constant(l.param + ".weight_1x1", w.reshape({w.size(0), w.size(1), 1, 1})),
-                    weight(l.param + ".bias")},
-                   l);
-          set_ints(n, "kernel_shape", {1, 1});
+          std::vector<std::string> in{value(l.inputs[0]),
+                                      constant(l.param + ".weight_1x1", w.reshape({w.size(0), w.size(1), 1, 1}))};
+          if (l.bias) in.push_back(weight(l.param + ".bias"));
+          set_ints(node("Conv", in, l), "kernel_shape", {1, 1});
           break;
         }
         case LayerKind::vit_embedding: vit_embedding(l); break;
         case LayerKind::self_attention: self_attention(l); break;
+        case LayerKind::window_attention: window_attention(l); break;
+        case LayerKind::patch_merge: {  // pad odd sides, then [N, C, H2, 2, W2, 2] -> [N, 2 (col), 2 (row), C, H2, W2]
+          const int64_t h = l.height + l.height % 2, w = l.width + l.width % 2;
+          const int64_t c = -1;  // the channels: whatever the input has
+          std::string x = value(l.inputs[0]);
+          if (h != l.height || w != l.width)
+            x = step("Pad", {x, ints({0, 0, 0, 0, 0, 0, h - l.height, w - l.width})}, l);
+          const std::string grid = step("Reshape", {x, ints({0, c, h / 2, 2, w / 2, 2})}, l);
+          const std::string moved = step("Transpose", {grid}, l);
+          set_ints(last_node(), "perm", {0, 5, 3, 1, 2, 4});
+          node("Reshape", {moved, ints({0, c, h / 2, w / 2})}, l);
+          break;
+        }
         case LayerKind::first_token: {  // [N, D, 1, L] -> [N, D, 1, 1] -> [N, D]
           const std::string first = step("Slice", {value(l.inputs[0]), ints({0}), ints({1}), ints({3})}, l);
           set_int(node("Flatten", {first}, l), "axis", 1);
@@ -286,6 +297,84 @@ class GraphWriter {
     set_ints(n, "kernel_shape", {1, 1});
   }
 
+  // Swin's shifted-window attention on the map [N, C, H, W], written out for OpenCV 4.6 (6-D Reshape/Transpose,
+  // Slice + Concat for the roll, MatMul with the weights transposed for the Linears, one constant [windows *
+  // heads, n, n] for the bias and mask, broadcast over the batch as a rank-3 constant):
+  //   pad -> roll -> windows [N, windows, n, C] -> qkv [3, N, windows * heads, n, d] -> softmax(q k^T + bias) v
+  //   -> proj -> the map -> roll back -> cut the padding
+  void window_attention(const Layer& l) {
+    const torch::Tensor qkv_w = tensors_.at(l.param + ".qkv.weight");  // [3C, C]
+    const int64_t c = qkv_w.size(1), heads = l.heads, d = c / heads, win = l.window, n = win * win;
+    const int64_t ph = l.height + (win - l.height % win) % win, pw = l.width + (win - l.width % win) % win;
+    const int64_t nh = ph / win, nw = pw / win, windows = nh * nw;
+    std::string x = value(l.inputs[0]);
+    if (ph != l.height || pw != l.width) x = step("Pad", {x, ints({0, 0, 0, 0, 0, 0, ph - l.height, pw - l.width})}, l);
+    x = roll(roll(x, l.shift_h, 2, ph, l), l.shift_w, 3, pw, l);
+    x = step("Reshape", {x, ints({0, c, nh, win, nw, win})}, l);
+    x = step("Transpose", {x}, l);
+    set_ints(last_node(), "perm", {0, 2, 4, 3, 5, 1});
+    x = step("Reshape", {x, ints({0, windows, n, c})}, l);
+    std::string qkv = step("Add",
+                           {step("MatMul", {x, constant(l.param + ".qkv.weight_t", qkv_w.t().contiguous())}, l),
+                            weight(l.param + "_qkv_bias")},
+                           l);
+    qkv = step("Reshape", {qkv, ints({0, windows, n, 3, heads, d})}, l);
+    qkv = step("Transpose", {qkv}, l);
+    set_ints(last_node(), "perm", {0, 3, 1, 4, 2, 5});
+    qkv = step("Reshape", {qkv, ints({0, 3, windows * heads, n, d})}, l);
+    auto part = [&](int64_t i) {  // [N, windows * heads, n, d]
+      return step("Reshape",
+                  {step("Slice", {qkv, ints({i}), ints({i + 1}), ints({1})}, l), ints({0, windows * heads, n, d})}, l);
+    };
+    std::string q = part(0), k = part(1);
+    const std::string v = part(2);
+    if (l.cosine) {
+      q = step("Mul", {unit_rows(q, d, l), weight(l.param + "_query_scale")}, l);
+      k = unit_rows(k, d, l);
+    } else {
+      q = step("Mul", {q, scalar(1.0 / std::sqrt(static_cast<double>(d)))}, l);
+    }
+    const std::string scores =
+        step("Add", {step("MatMul", {q, transpose_last(k, l)}, l), weight(l.param + "_bias")}, l);
+    const std::string attention = step("Softmax", {scores}, l);
+    set_int(last_node(), "axis", 3);
+    std::string y = step("Reshape", {step("MatMul", {attention, v}, l), ints({0, windows, heads, n, d})}, l);
+    y = step("Transpose", {y}, l);
+    set_ints(last_node(), "perm", {0, 1, 3, 2, 4});
+    y = step("Reshape", {y, ints({0, windows, n, c})}, l);
+    const torch::Tensor proj_w = tensors_.at(l.param + ".proj.weight");
+    y = step("Add",
+             {step("MatMul", {y, constant(l.param + ".proj.weight_t", proj_w.t().contiguous())}, l),
+              weight(l.param + ".proj.bias")},
+             l);
+    y = step("Reshape", {y, ints({0, nh, nw, win, win, c})}, l);
+    y = step("Transpose", {y}, l);
+    set_ints(last_node(), "perm", {0, 5, 1, 3, 2, 4});
+    y = step("Reshape", {y, ints({0, c, ph, pw})}, l);
+    y = roll(roll(y, l.shift_h == 0 ? 0 : ph - l.shift_h, 2, ph, l), l.shift_w == 0 ? 0 : pw - l.shift_w, 3, pw, l);
+    if (ph != l.height || pw != l.width) node("Slice", {y, ints({0, 0}), ints({l.height, l.width}), ints({2, 3})}, l);
+    else node("Identity", {y}, l);
+  }
+
+  // torch.roll(x, -by, axis) on an axis of `size`: the rows from `by` on, then the first `by`.
+  std::string roll(const std::string& x, int64_t by, int64_t axis, int64_t size, const Layer& l) {
+    if (by == 0) return x;
+    const std::string tail = step("Slice", {x, ints({by}), ints({size}), ints({axis})}, l);
+    const std::string head = step("Slice", {x, ints({0}), ints({by}), ints({axis})}, l);
+    const std::string out = step("Concat", {tail, head}, l);
+    set_int(last_node(), "axis", axis);
+    return out;
+  }
+
+  // F.normalize over the last axis (of size d) without broadcasting, which OpenCV 4.6 gets wrong: the sum of
+  // squares spread over the row by a MatMul with ones, then x * (sum + 1e-24)^-1/2 (torch's max(norm, 1e-12)
+  // for any row that is not all but zero).
+  std::string unit_rows(const std::string& x, int64_t d, const Layer& l) {
+    const std::string sums =
+        step("MatMul", {step("Mul", {x, x}, l), constant("ones_" + std::to_string(d), torch::ones({d, d}))}, l);
+    return step("Mul", {x, step("Pow", {step("Add", {sums, scalar(1e-24)}, l), scalar(-0.5)}, l)}, l);
+  }
+
   // [N, H, a, b] -> [N, H, b, a]
   std::string transpose_last(const std::string& x, const Layer& l) {
     const std::string out = step("Transpose", {x}, l);
@@ -373,6 +462,7 @@ std::string onnx_serialize(const ExportRequest& r) {
   set_tensor_type(*graph.add_output(), "logits", {batch, std::to_string(r.num_classes)});
   NamedTensors tensors = r.parameters;
   tensors.insert(tensors.end(), r.buffers.begin(), r.buffers.end());
+  tensors.insert(tensors.end(), r.graph.constants.begin(), r.graph.constants.end());
   GraphWriter(graph, r.graph, tensors, opset).write();
   try {
     onnx::checker::check_model(model);

@@ -42,6 +42,47 @@ std::string script_number(double v) {
 
 std::string script_pair(int64_t v) { return "[" + std::to_string(v) + ", " + std::to_string(v) + "]"; }
 
+// Swin's shifted-window attention on the map [N, C, H, W] (layer_graph.hpp), the same steps as the ONNX writer's:
+// lines that end by assigning the layer's output.
+std::string window_attention_source(const Layer& l) {
+  const std::string x = l.inputs[0], o = l.output, p = attribute_path(l.param);
+  const int64_t win = l.window, n = win * win, heads = l.heads;
+  const int64_t ph = l.height + (win - l.height % win) % win, pw = l.width + (win - l.width % win) % win;
+  const int64_t windows = (ph / win) * (pw / win);
+  auto num = [](int64_t v) { return std::to_string(v); };
+  const std::string batch = x + ".size(0)", c = x + ".size(1)", d = x + ".size(1) // " + num(heads);
+  std::string s;
+  auto line = [&](const std::string& name, const std::string& expr) { s += "    " + name + " = " + expr + "\n"; };
+  line(o + "_t", "torch.roll(torch.constant_pad_nd(" + x + ", [0, " + num(pw - l.width) + ", 0, " + num(ph - l.height) +
+                     "], 0.0), [" + num(-l.shift_h) + ", " + num(-l.shift_w) + "], [2, 3])");
+  line(o + "_t", o + "_t.reshape([" + batch + ", " + c + ", " + num(ph / win) + ", " + num(win) + ", " + num(pw / win) +
+                     ", " + num(win) + "]).permute([0, 2, 4, 3, 5, 1]).reshape([" + batch + ", " + num(windows) + ", " +
+                     num(n) + ", " + c + "])");
+  line(o + "_qkv", "torch.linear(" + o + "_t, " + p + ".qkv.weight, " + attribute_path(l.param + "_qkv_bias") +
+                       ").reshape([" + batch + ", " + num(windows) + ", " + num(n) + ", 3, " + num(heads) + ", " + d +
+                       "]).permute([3, 0, 1, 4, 2, 5]).reshape([3, " + batch + ", " + num(windows * heads) + ", " +
+                       num(n) + ", " + d + "])");
+  std::string q = o + "_qkv[0]", k = o + "_qkv[1]";
+  if (l.cosine) {
+    auto unit = [](const std::string& t) { return "(" + t + " / " + t + ".norm(2, [-1], True).clamp_min(1e-12))"; };
+    q = unit(q) + " * " + attribute_path(l.param + "_query_scale");
+    k = unit(k);
+  } else {
+    q += " * float(" + d + ") ** -0.5";
+  }
+  line(o + "_w", "torch.softmax(torch.matmul(" + q + ", " + k + ".transpose(2, 3)) + " +
+                     attribute_path(l.param + "_bias") + ", -1)");
+  line(o + "_y", "torch.linear(torch.matmul(" + o + "_w, " + o + "_qkv[2]).reshape([" + batch + ", " + num(windows) +
+                     ", " + num(heads) + ", " + num(n) + ", " + d + "]).permute([0, 1, 3, 2, 4]).reshape([" + batch +
+                     ", " + num(windows) + ", " + num(n) + ", " + c + "]), " + p + ".proj.weight, " + p +
+                     ".proj.bias)");
+  line(o, "torch.roll(" + o + "_y.reshape([" + batch + ", " + num(ph / win) + ", " + num(pw / win) + ", " + num(win) +
+              ", " + num(win) + ", " + c + "]).permute([0, 5, 1, 3, 2, 4]).reshape([" + batch + ", " + c + ", " +
+              num(ph) + ", " + num(pw) + "]), [" + num(l.shift_h) + ", " + num(l.shift_w) +
+              "], [2, 3])[:, :, :" + num(l.height) + ", :" + num(l.width) + "]");
+  return s;
+}
+
 // forward() in TorchScript, one line per layer.
 std::string forward_source(const LayerGraph& g) {
   std::string src = "def forward(self, " + g.input + ": Tensor) -> Tensor:\n";
@@ -79,8 +120,18 @@ std::string forward_source(const LayerGraph& g) {
                ".bias, " + script_number(l.eps) + ", False).permute([0, 3, 1, 2])";
         break;
       case LayerKind::pixel_linear:
-        call = "torch.linear(" + x + ".permute([0, 2, 3, 1]), " + p + ".weight, " + p + ".bias).permute([0, 3, 1, 2])";
+        call = "torch.linear(" + x + ".permute([0, 2, 3, 1]), " + p + ".weight, " + (l.bias ? p + ".bias" : "None") +
+               ").permute([0, 3, 1, 2])";
         break;
+      case LayerKind::window_attention: src += window_attention_source(l); break;
+      case LayerKind::patch_merge: {
+        const std::string padded = "torch.constant_pad_nd(" + x + ", [0, " + std::to_string(l.width % 2) + ", 0, " +
+                                   std::to_string(l.height % 2) + "], 0.0)";
+        const std::string h = std::to_string((l.height + 1) / 2), w = std::to_string((l.width + 1) / 2);
+        call = padded + ".reshape([" + x + ".size(0), " + x + ".size(1), " + h + ", 2, " + w +
+               ", 2]).permute([0, 5, 3, 1, 2, 4]).reshape([" + x + ".size(0), -1, " + h + ", " + w + "])";
+        break;
+      }
       case LayerKind::vit_embedding: {  // [N, D, gh, gw] -> [N, D, 1, 1 + gh*gw], the class token first
         const std::string token = attribute_path(l.param + "class_token");
         const std::string pos = attribute_path(l.param + "encoder.pos_embedding");
@@ -101,7 +152,7 @@ std::string forward_source(const LayerGraph& g) {
       }
       case LayerKind::first_token: call = x + ".select(3, 0).select(2, 0)"; break;
     }
-    src += "    " + l.output + " = " + call + "\n";
+    if (!call.empty()) src += "    " + l.output + " = " + call + "\n";
   }
   return src + "    return " + g.output + "\n";
 }
@@ -128,6 +179,13 @@ class ModuleTree {
     torch::jit::Module owner = dot == std::string::npos ? root_ : module_at(name.substr(0, dot));
     const std::string leaf = dot == std::string::npos ? name : name.substr(dot + 1);
     owner.register_parameter(leaf, value, buffer);
+  }
+
+  // A tensor attribute outside the state dict (the graph's constants), so state_dict() stays torchvision's.
+  void add_constant(const std::string& name, const torch::Tensor& value) {
+    const size_t dot = name.rfind('.');
+    torch::jit::Module owner = dot == std::string::npos ? root_ : module_at(name.substr(0, dot));
+    owner.register_attribute(dot == std::string::npos ? name : name.substr(dot + 1), c10::TensorType::get(), value);
   }
 
   torch::jit::Module finish() {
@@ -177,6 +235,7 @@ std::string torchscript_serialize(const ExportRequest& r) {
   ModuleTree tree(r.graph, root_type);
   for (const auto& [name, value] : r.parameters) tree.add(name, value, /*buffer=*/false);
   for (const auto& [name, value] : r.buffers) tree.add(name, value, /*buffer=*/true);
+  for (const auto& [name, value] : r.graph.constants) tree.add_constant(name, value);
   torch::jit::Module module = tree.finish();
   torch::jit::ExtraFilesMap extra{{kMetadataFile, nlohmann::json(r.metadata).dump(1)}};
   std::ostringstream out;

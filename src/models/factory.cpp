@@ -175,12 +175,12 @@ std::string swin_block(const std::string& p) {
 
 void add_swins(std::vector<ModelRow>& t) {
   for (const auto& [name, spec] : swin_specs()) {
-    ModelRow row = family_row(name,
-                              [spec = spec](const ModelConfig& m, const ImageShape&) -> ClassifierPtr {
-                                return std::make_shared<SwinTransformer>(spec, m.in_channels, m.num_classes, m.dropout,
-                                                                         m.stochastic_depth);
-                              },
-                              {"head.*"});
+    ModelRow row =
+        family_row(name,
+                   [spec = spec](const ModelConfig& m, const ImageShape& in) -> ClassifierPtr {
+                     return std::make_shared<SwinTransformer>(spec, in, m.num_classes, m.dropout, m.stochastic_depth);
+                   },
+                   {"head.*"});
     row.channels_last_on_cuda = false;  // its tensors are tokens [N, H, W, C]; only the patch projection is a conv
     row.stochastic_depth = spec.stochastic_depth;
     row.has_stochastic_depth = true;

@@ -97,8 +97,10 @@ std::string LayerGraph::layer_norm_2d(const std::string& x, const std::string& p
   return append(std::move(l));
 }
 
-std::string LayerGraph::pixel_linear(const std::string& x, const std::string& param) {
-  return append(make_layer(LayerKind::pixel_linear, {x}, param));
+std::string LayerGraph::pixel_linear(const std::string& x, const std::string& param, bool bias) {
+  Layer l = make_layer(LayerKind::pixel_linear, {x}, param);
+  l.bias = bias;
+  return append(std::move(l));
 }
 
 std::string LayerGraph::vit_embedding(const std::string& x, const std::string& param) {
@@ -112,6 +114,19 @@ std::string LayerGraph::self_attention(const std::string& x, const std::string& 
 }
 
 std::string LayerGraph::first_token(const std::string& x) { return append(make_layer(LayerKind::first_token, {x})); }
+
+std::string LayerGraph::window_attention(const std::string& x, Layer l) {
+  l.kind = LayerKind::window_attention;
+  l.inputs = {x};
+  return append(std::move(l));
+}
+
+std::string LayerGraph::patch_merge(const std::string& x, int64_t height, int64_t width) {
+  Layer l = make_layer(LayerKind::patch_merge, {x});
+  l.height = height;
+  l.width = width;
+  return append(std::move(l));
+}
 
 const char* layer_kind_name(LayerKind kind) {
   switch (kind) {
@@ -136,6 +151,8 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::vit_embedding: return "vit_embedding";
     case LayerKind::self_attention: return "self_attention";
     case LayerKind::first_token: return "first_token";
+    case LayerKind::window_attention: return "window_attention";
+    case LayerKind::patch_merge: return "patch_merge";
   }
   return "?";
 }

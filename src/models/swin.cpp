@@ -17,9 +17,12 @@ namespace trainer {
 namespace nn = torch::nn;
 namespace F = torch::nn::functional;
 
-namespace {
+// Named rather than anonymous: SwinTransformer::Parts holds these types.
+namespace swin_parts {
 
-nn::LayerNorm swin_norm(int64_t dim) { return nn::LayerNorm(nn::LayerNormOptions({dim}).eps(1e-5)); }
+constexpr double kSwinEps = 1e-5;
+
+nn::LayerNorm swin_norm(int64_t dim) { return nn::LayerNorm(nn::LayerNormOptions({dim}).eps(kSwinEps)); }
 
 // relative_position_index: for tokens i, j of a w x w window, the row of their offset (dh, dw) in a
 // (2w - 1) x (2w - 1) table: (dh + w - 1) * (2w - 1) + dw + w - 1, flattened over [w*w, w*w].
@@ -85,29 +88,47 @@ class WindowAttention final : public nn::Module {
     index_ = register_buffer("relative_position_index", relative_position_index(window));
   }
 
+  // The eval-mode layer for an h x w map, with its constants (the bias and mask, V2's key-zeroed qkv bias and
+  // query scale) computed here by the code forward() runs.
+  std::string describe(LayerGraph& g, const std::string& x, const std::string& param, int64_t h, int64_t w) {
+    torch::NoGradGuard no_grad;
+    const Geometry at = geometry(h, w);
+    torch::Tensor bias = position_bias()[0];  // [heads, n, n]
+    const int64_t n = window_ * window_;
+    const torch::Tensor mask = at.shifted() ? shift_mask(at.ph, at.pw, window_, at.sh, at.sw, bias.options())
+                                            : torch::zeros({at.windows, n, n}, bias.options());
+    g.constants.emplace_back(param + "_bias", (bias.unsqueeze(0) + mask.unsqueeze(1)).reshape({-1, n, n}));
+    g.constants.emplace_back(param + "_qkv_bias", qkv_bias().detach().clone());
+    if (v2_)
+      g.constants.emplace_back(param + "_query_scale", logit_scale().repeat({at.windows, 1, 1}).detach().clone());
+    Layer l;
+    l.param = param;
+    l.heads = heads_;
+    l.height = h;
+    l.width = w;
+    l.window = window_;
+    l.shift_h = at.sh;
+    l.shift_w = at.sw;
+    l.cosine = v2_;
+    return g.window_attention(x, std::move(l));
+  }
+
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t b = x.size(0), h = x.size(1), w = x.size(2), c = x.size(3), win = window_;
-    // Pad to whole windows; no shift along an axis one window covers.
-    const int64_t ph = h + (win - h % win) % win, pw = w + (win - w % win) % win;
+    const Geometry at = geometry(h, w);
+    const int64_t ph = at.ph, pw = at.pw, sh = at.sh, sw = at.sw, windows = at.windows;
     torch::Tensor t = ph == h && pw == w ? x : F::pad(x, F::PadFuncOptions({0, 0, 0, pw - w, 0, ph - h}));
-    const int64_t sh = win >= ph ? 0 : shift_, sw = win >= pw ? 0 : shift_;
-    const bool shifted = sh + sw > 0;
+    const bool shifted = at.shifted();
     if (shifted) t = torch::roll(t, {-sh, -sw}, {1, 2});
-    const int64_t windows = (ph / win) * (pw / win), n = win * win, d = c / heads_;
+    const int64_t n = win * win, d = c / heads_;
     t = t.view({b, ph / win, win, pw / win, win, c}).permute({0, 1, 3, 2, 4, 5}).reshape({b * windows, n, c});
 
-    torch::Tensor qkv_bias = qkv_->bias;
-    if (v2_) {  // V2 zeroes the key third of the bias in every forward pass, whatever the weights hold
-      qkv_bias = qkv_bias.clone();
-      qkv_bias.slice(0, c, 2 * c).zero_();
-    }
     const torch::Tensor qkv =
-        F::linear(t, qkv_->weight, qkv_bias).reshape({b * windows, n, 3, heads_, d}).permute({2, 0, 3, 1, 4});
+        F::linear(t, qkv_->weight, qkv_bias()).reshape({b * windows, n, 3, heads_, d}).permute({2, 0, 3, 1, 4});
     torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
     std::optional<double> scale;
     if (v2_) {  // cosine attention: unit queries and keys, times exp(logit_scale) capped at 100
-      const torch::Tensor logit = torch::clamp(logit_scale_, c10::nullopt, std::log(100.0)).exp();
-      q = F::normalize(q, F::NormalizeFuncOptions().dim(-1)) * logit.to(q.scalar_type());
+      q = F::normalize(q, F::NormalizeFuncOptions().dim(-1)) * logit_scale().to(q.scalar_type());
       k = F::normalize(k, F::NormalizeFuncOptions().dim(-1));
       scale = 1.0;
     }
@@ -131,6 +152,28 @@ class WindowAttention final : public nn::Module {
   }
 
  private:
+  // A map's padding to whole windows and its shifts: none along an axis one window covers.
+  struct Geometry {
+    int64_t ph, pw, sh, sw, windows;
+    bool shifted() const { return sh + sw > 0; }
+  };
+  Geometry geometry(int64_t h, int64_t w) const {
+    const int64_t win = window_, ph = h + (win - h % win) % win, pw = w + (win - w % win) % win;
+    return {ph, pw, win >= ph ? 0 : shift_, win >= pw ? 0 : shift_, (ph / win) * (pw / win)};
+  }
+
+  // V2 zeroes the key third of the qkv bias in every forward pass, whatever the weights hold.
+  torch::Tensor qkv_bias() const {
+    if (!v2_) return qkv_->bias;
+    torch::Tensor b = qkv_->bias.clone();
+    const int64_t c = b.size(0) / 3;
+    b.slice(0, c, 2 * c).zero_();
+    return b;
+  }
+
+  // V2: exp(logit_scale) capped at 100, [heads, 1, 1].
+  torch::Tensor logit_scale() const { return torch::clamp(logit_scale_, c10::nullopt, std::log(100.0)).exp(); }
+
   // The relative position bias [1, heads, n, n]: V1 a learned table's rows, V2 16 sigmoid(cpb_mlp(coordinates)).
   torch::Tensor position_bias() {
     const int64_t n = window_ * window_;
@@ -158,6 +201,18 @@ class SwinBlock final : public nn::Module {
     mlp_ = register_module("mlp", std::make_shared<Mlp>(dim, 4 * dim, dropout));
   }
 
+  std::string describe(LayerGraph& g, const std::string& x, const std::string& prefix, int64_t h, int64_t w) {
+    auto attention = [&](const std::string& in) { return attn_->describe(g, in, prefix + "attn", h, w); };
+    auto mlp = [&](const std::string& in) {
+      const std::string hidden = g.activation(g.pixel_linear(in, prefix + "mlp.0"), LayerKind::gelu);
+      return g.pixel_linear(hidden, prefix + "mlp.3");
+    };
+    auto norm = [&](const std::string& in, const char* name) { return g.layer_norm_2d(in, prefix + name, kSwinEps); };
+    const std::string a = v2_ ? norm(attention(x), "norm1") : attention(norm(x, "norm1"));
+    const std::string y = g.add(x, a);
+    return g.add(y, v2_ ? norm(mlp(y), "norm2") : mlp(norm(y, "norm2")));
+  }
+
   torch::Tensor forward(const torch::Tensor& input) {
     const torch::Tensor a = v2_ ? norm1_->forward(attn_->forward(input)) : attn_->forward(norm1_->forward(input));
     const torch::Tensor x = input + stochastic_depth(a, drop_path_, is_training());
@@ -182,6 +237,12 @@ class PatchMerging final : public nn::Module {
     norm_ = register_module("norm", swin_norm(v2 ? 2 * dim : 4 * dim));
   }
 
+  std::string describe(LayerGraph& g, const std::string& x, const std::string& prefix, int64_t h, int64_t w) {
+    const std::string merged = g.patch_merge(x, h, w);
+    if (v2_) return g.layer_norm_2d(g.pixel_linear(merged, prefix + "reduction", false), prefix + "norm", kSwinEps);
+    return g.pixel_linear(g.layer_norm_2d(merged, prefix + "norm", kSwinEps), prefix + "reduction", false);
+  }
+
   torch::Tensor forward(torch::Tensor x) {
     const int64_t h = x.size(1), w = x.size(2);
     if (h % 2 != 0 || w % 2 != 0) x = F::pad(x, F::PadFuncOptions({0, 0, 0, w % 2, 0, h % 2}));
@@ -198,7 +259,10 @@ class PatchMerging final : public nn::Module {
   nn::LayerNorm norm_{nullptr};
 };
 
-}  // namespace
+}  // namespace swin_parts
+
+using swin_parts::kSwinEps;
+using swin_parts::swin_norm;
 
 const std::vector<std::pair<std::string, SwinSpec>>& swin_specs() {
   static const std::vector<std::pair<std::string, SwinSpec>> specs{
@@ -212,35 +276,36 @@ const std::vector<std::pair<std::string, SwinSpec>>& swin_specs() {
   return specs;
 }
 
-SwinTransformer::SwinTransformer(const SwinSpec& spec, int64_t in_channels, int64_t num_classes, double dropout,
-                                 double stochastic_depth) {
+struct SwinTransformer::Parts {
+  nn::Conv2d patch{nullptr};
+  nn::LayerNorm patch_norm{nullptr};
+  std::vector<std::vector<std::shared_ptr<swin_parts::SwinBlock>>> stages;  // features.1, 3, 5, 7
+  std::vector<std::shared_ptr<swin_parts::PatchMerging>> merges;            // features.2, 4, 6
+};
+
+SwinTransformer::SwinTransformer(const SwinSpec& spec, const ImageShape& input, int64_t num_classes, double dropout,
+                                 double stochastic_depth)
+    : spec_(spec), input_(input), parts_(std::make_shared<Parts>()) {
   auto features = register_module("features", std::make_shared<nn::Module>());
   // features.0: the 4x4 patch projection, channels moved last ("1" is torchvision's Permute), LayerNorm.
   auto stem = features->register_module("0", std::make_shared<nn::Module>());
-  auto conv = stem->register_module("0", nn::Conv2d(nn::Conv2dOptions(in_channels, spec.embed, 4).stride(4)));
-  auto stem_norm = stem->register_module("2", swin_norm(spec.embed));
-  features_.emplace_back([conv, stem_norm](const torch::Tensor& x) {
-    return stem_norm->forward(conv->forward(x).permute({0, 2, 3, 1}));
-  });
+  parts_->patch = stem->register_module("0", nn::Conv2d(nn::Conv2dOptions(input.channels, spec.embed, 4).stride(4)));
+  parts_->patch_norm = stem->register_module("2", swin_norm(spec.embed));
 
   int64_t total = 0, index = 0;
   for (int64_t depth : spec.depths) total += depth;
   int64_t dim = spec.embed;
   for (size_t s = 0; s < spec.depths.size(); ++s) {
     auto stage = features->register_module(std::to_string(2 * s + 1), std::make_shared<nn::Module>());
-    std::vector<std::shared_ptr<SwinBlock>> blocks;
+    auto& blocks = parts_->stages.emplace_back();
     for (int64_t i = 0; i < spec.depths[s]; ++i, ++index)
       blocks.push_back(stage->register_module(
           std::to_string(i),
-          std::make_shared<SwinBlock>(dim, spec.heads[s], spec.window, i % 2 == 0 ? 0 : spec.window / 2, spec.v2,
-                                      dropout, depth_rate(stochastic_depth, index, total - 1))));
-    features_.emplace_back([blocks](torch::Tensor x) {
-      for (const auto& block : blocks) x = block->forward(x);
-      return x;
-    });
+          std::make_shared<swin_parts::SwinBlock>(dim, spec.heads[s], spec.window, i % 2 == 0 ? 0 : spec.window / 2,
+                                                  spec.v2, dropout, depth_rate(stochastic_depth, index, total - 1))));
     if (s + 1 == spec.depths.size()) break;
-    auto merge = features->register_module(std::to_string(2 * s + 2), std::make_shared<PatchMerging>(dim, spec.v2));
-    features_.emplace_back([merge](const torch::Tensor& x) { return merge->forward(x); });
+    parts_->merges.push_back(
+        features->register_module(std::to_string(2 * s + 2), std::make_shared<swin_parts::PatchMerging>(dim, spec.v2)));
     dim *= 2;
   }
   norm_ = register_module("norm", swin_norm(dim));
@@ -256,9 +321,31 @@ SwinTransformer::SwinTransformer(const SwinSpec& spec, int64_t in_channels, int6
 }
 
 torch::Tensor SwinTransformer::forward(torch::Tensor images) {
-  torch::Tensor x = std::move(images);
-  for (const auto& feature : features_) x = feature(x);
+  torch::Tensor x = parts_->patch_norm->forward(parts_->patch->forward(images).permute({0, 2, 3, 1}));
+  for (size_t s = 0; s < parts_->stages.size(); ++s) {
+    for (const auto& block : parts_->stages[s]) x = block->forward(x);
+    if (s < parts_->merges.size()) x = parts_->merges[s]->forward(x);
+  }
   return head_->forward(norm_->forward(x).mean({1, 2}));
+}
+
+// The map as [N, C, H, W] (layer_graph.hpp) at the training images' size: LayerNorm, the MLPs and the patch
+// merging's reduction are the per-pixel kinds; each stage's size fixes its windows' padding, shifts and masks.
+std::optional<LayerGraph> SwinTransformer::inference_graph() const {
+  LayerGraph g;
+  std::string x = g.layer_norm_2d(g.conv(g.input, "features.0.0", *parts_->patch), "features.0.2", kSwinEps);
+  int64_t h = input_.height / 4, w = input_.width / 4;
+  for (size_t s = 0; s < parts_->stages.size(); ++s) {
+    for (size_t i = 0; i < parts_->stages[s].size(); ++i)
+      x = parts_->stages[s][i]->describe(g, x, "features." + std::to_string(2 * s + 1) + "." + std::to_string(i) + ".",
+                                         h, w);
+    if (s >= parts_->merges.size()) continue;
+    x = parts_->merges[s]->describe(g, x, "features." + std::to_string(2 * s + 2) + ".", h, w);
+    h = (h + 1) / 2;
+    w = (w + 1) / 2;
+  }
+  g.output = g.linear(g.global_avg_pool(g.layer_norm_2d(x, "norm", kSwinEps)), "head");
+  return g;
 }
 
 }  // namespace trainer

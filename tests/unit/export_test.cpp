@@ -15,6 +15,7 @@
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/models/blocks/layer_norm_2d.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/swin.hpp"
 #include "trainer/models/vit.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/text.hpp"
@@ -163,6 +164,33 @@ TEST(Export, ViTGivesTheModelsLogits) {
       ASSERT_LT(expected.abs().max().item<double>(), 100.0);
       EXPECT_LT((deployed.model->forward(x) - expected).abs().max().item<double>(), 1e-4)
           << f.name << " batch " << batch;
+    }
+  }
+}
+
+// Swin's graph (the map as [N, C, H, W], windows padded, rolled, partitioned and merged by Reshape, Transpose,
+// Slice and Concat, the bias and mask one constant per block) on small Swins of the same code, V1 (window 7) and
+// V2 (window 8, cosine attention): 32x40 images make an 8x10 map (padded to 14x14 and shifted both ways, or for V2
+// to 8x16 and shifted along the width only), merged with an odd side (5) to 4x5, unshifted there.
+TEST(Export, SwinGivesTheModelsLogits) {
+  for (bool v2 : {false, true}) {
+    torch::manual_seed(3);
+    SwinTransformer model(SwinSpec{16, {2, 2}, {2, 4}, v2 ? 8 : 7, 0.0, v2}, {32, 40, 3}, kDeployClasses, 0.0, 0.0);
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : model.named_parameters()) p.value().add_(torch::randn_like(p.value()) * 0.1);
+    }
+    model.eval();
+    for (const ExportFormat& f : runnable_formats()) {
+      const DeployedModel deployed = f.open(serialize_model(f, model, {32, 40, 3}, {}), "swin." + f.name);
+      for (int64_t batch : {1, 5}) {
+        const auto x = torch::randn({batch, 3, 32, 40});
+        torch::NoGradGuard no_grad;
+        const auto expected = model.forward(x);
+        ASSERT_LT(expected.abs().max().item<double>(), 100.0);
+        EXPECT_LT((deployed.model->forward(x) - expected).abs().max().item<double>(), 1e-4)
+            << (v2 ? "V2 " : "V1 ") << f.name << " batch " << batch;
+      }
     }
   }
 }

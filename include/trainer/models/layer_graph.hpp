@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainer {
@@ -41,6 +42,14 @@ enum class LayerKind {
   self_attention,  // tokens [N, D, 1, L], `heads` heads: param.in_proj_weight [3D, D], param.in_proj_bias,
                    // param.out_proj.{weight, bias} (nn.MultiheadAttention's names), softmax(q k^T / sqrt(d)) v
   first_token,     // tokens [N, D, 1, L] -> [N, D]: the class token's features
+  // Swin keeps its tokens as a map [N, C, H, W] (its input size fixed at export: height, width).
+  window_attention,  // [N, C, H, W] -> [N, C, H, W]: the map padded to whole windows of `window`, rolled up and left by
+                     // shift_h, shift_w, attention within each window (`heads` heads; param.qkv.weight,
+                     // param.proj.{weight, bias} and the constants param + "_qkv_bias" [3C], param + "_bias"
+                     // [windows * heads, n, n] (relative position bias plus the shift mask), and for `cosine`
+                     // attention param + "_query_scale" [windows * heads, 1, 1]), rolled back, the padding cut
+  patch_merge,       // [N, C, H, W] -> [N, 4C, ceil(H/2), ceil(W/2)]: odd sides padded, each 2x2 neighbourhood's
+                     // pixels as channels in torchvision's order (0,0), (1,0), (0,1), (1,1)
 };
 
 struct Layer {
@@ -51,13 +60,19 @@ struct Layer {
   int64_t kernel = 0, stride = 1, padding = 0, groups = 1;
   bool bias = false;  // conv: has param.bias
   double eps = 1e-5;  // batch_norm, layer_norm_2d
-  int64_t heads = 1;  // self_attention
+  int64_t heads = 1;  // self_attention, window_attention
+  // window_attention, patch_merge: the input's spatial size; window_attention: its window and shifts
+  int64_t height = 0, width = 0, window = 0, shift_h = 0, shift_w = 0;
+  bool cosine = false;  // window_attention: Swin V2's (unit queries and keys, param + "_query_scale")
 };
 
 struct LayerGraph {
   std::string input = "input";  // float [N, C, H, W], normalised
   std::string output;           // logits [N, classes]
   std::vector<Layer> layers;
+  // Eval-time tensors the model derives from its weights for this graph (Swin's attention biases with the shift
+  // masks at the export size): the formats store them beside the parameters, outside the state dict.
+  std::vector<std::pair<std::string, torch::Tensor>> constants;
 
   // Each appends one layer reading `x` and returns the name of its output value ("v12").
   std::string conv(const std::string& x, const std::string& param, const torch::nn::Conv2dImpl& conv);
@@ -74,10 +89,13 @@ struct LayerGraph {
   std::string squeeze(const std::string& x);
   std::string scale(const std::string& x, const std::string& tensor);
   std::string layer_norm_2d(const std::string& x, const std::string& param, double eps);
-  std::string pixel_linear(const std::string& x, const std::string& param);
+  std::string pixel_linear(const std::string& x, const std::string& param, bool bias = true);
   std::string vit_embedding(const std::string& x, const std::string& param);
   std::string self_attention(const std::string& x, const std::string& param, int64_t heads);
   std::string first_token(const std::string& x);
+  // `l` a window_attention layer without its input and output; its constants already in `constants`.
+  std::string window_attention(const std::string& x, Layer l);
+  std::string patch_merge(const std::string& x, int64_t height, int64_t width);
 
  private:
   std::string append(Layer layer);

@@ -10,11 +10,13 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
-#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "trainer/data/pixels/image_shape.hpp"
 #include "trainer/models/classifier.hpp"
 
 namespace trainer {
@@ -31,12 +33,17 @@ const std::vector<std::pair<std::string, SwinSpec>>& swin_specs();
 
 class SwinTransformer final : public Classifier {
  public:
-  SwinTransformer(const SwinSpec& spec, int64_t in_channels, int64_t num_classes, double dropout,
+  // `input`: the training images' size, which an export is written for (any other runs in forward).
+  SwinTransformer(const SwinSpec& spec, const ImageShape& input, int64_t num_classes, double dropout,
                   double stochastic_depth);
   torch::Tensor forward(torch::Tensor images) override;
+  std::optional<LayerGraph> inference_graph() const override;
 
  private:
-  std::vector<std::function<torch::Tensor(torch::Tensor)>> features_;  // features.0, 1, ... in order
+  struct Parts;  // the typed modules of features.0, 1, ... (swin.cpp)
+  SwinSpec spec_;
+  ImageShape input_;
+  std::shared_ptr<Parts> parts_;
   torch::nn::LayerNorm norm_{nullptr};
   torch::nn::Linear head_{nullptr};
 };
