@@ -176,9 +176,11 @@ Config parse_config(const json& j) {
   return c;
 }
 
-Config load_config(const fs::path& file, const std::vector<std::string>& overrides) {
+Config load_config(const fs::path& file, const std::vector<std::string>& overrides,
+                   const std::function<void(json&)>& adjust) {
   json j = load_json_file(file);
   for (const auto& o : overrides) apply_override(j, o);
+  if (adjust) adjust(j);
   Config c = parse_config(j);
   if (c.run.name.empty()) c.run.name = file.stem().string();
   return c;

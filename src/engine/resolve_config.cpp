@@ -2,6 +2,7 @@
 
 #include "trainer/config/load.hpp"
 #include "trainer/data/sources/data_kinds.hpp"
+#include "trainer/engine/weights_transform.hpp"
 #include "trainer/optim/schedules.hpp"
 #include "trainer/util/error.hpp"
 
@@ -28,9 +29,13 @@ Config resolve_config(Config c) {
 }
 
 Config resolve_config(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
-  return resolve_config(load_config(file, overrides));
+  return resolve_config(load_config(file, overrides, apply_weights_transform));
 }
 
-Config resolve_config(const nlohmann::json& config) { return resolve_config(parse_config(config)); }
+Config resolve_config(const nlohmann::json& config) {
+  nlohmann::json j = config;
+  apply_weights_transform(j);
+  return resolve_config(parse_config(j));
+}
 
 }  // namespace trainer

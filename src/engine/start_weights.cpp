@@ -17,13 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const PublishedWeights* published(const ModelRow& row, const std::string& name) {
-  if (name == "DEFAULT" && !row.weights.empty()) return &row.weights.back();
-  for (const auto& w : row.weights)
-    if (w.name == name) return &w;
-  return nullptr;
-}
-
 // Upper-case letters, digits and '_' only: meant as a weights name, never a file name.
 bool looks_like_a_name(const std::string& spec) {
   return !spec.empty() && spec.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
@@ -50,7 +43,7 @@ StartWeights locate_start_weights(const ModelConfig& model, const WeightsHub& hu
     return StartWeights{std::move(file), key + " " + spec + about, /*replace_head=*/!legacy};
   };
   const ModelRow& row = model_row(model.arch);
-  if (const PublishedWeights* w = published(row, spec)) {
+  if (const PublishedWeights* w = find_published_weights(row.weights, spec)) {
     const std::string about =
         " (" + w->file + ", torchvision's ImageNet-1k weights, top-1 " + fmt::format("{:.3f}", w->top1) +
         "% with eval resize " + std::to_string(w->eval_resize) + ", crop " + std::to_string(w->eval_crop) + ", " +

@@ -111,6 +111,13 @@ std::vector<PublishedWeights> torchvision_weights(const std::string& arch) {
   return found;
 }
 
+const PublishedWeights* find_published_weights(const std::vector<PublishedWeights>& weights, const std::string& name) {
+  if (name == "DEFAULT" && !weights.empty()) return &weights.back();
+  for (const auto& w : weights)
+    if (w.name == name) return &w;
+  return nullptr;
+}
+
 const std::string& torchvision_weights_address() {
   static const std::string address = "https://download.pytorch.org/models/";
   return address;

@@ -46,6 +46,45 @@ TEST(Config, ReadsTypedValues) {
   EXPECT_EQ(c.schedule.kind, ScheduleKind::step);
 }
 
+// model.weights naming a published entry gives the config the entry's eval transform where it is silent; what the
+// config (or --set) gives is kept, and a file or an address changes nothing.
+TEST(Config, PublishedWeightsBringTheirEvalTransform) {
+  auto with = [](const std::string& arch, const std::string& weights, const json& augment = json::object()) {
+    json j{{"data", {{"kind", "imagenet"}, {"root", "/data"}, {"augment", augment}}},
+           {"model", {{"arch", arch}, {"in_channels", 3}, {"weights", weights}}}};
+    return resolve_config(j);
+  };
+  Config c = with("efficientnet_b0", "IMAGENET1K_V1");
+  EXPECT_EQ(c.data.augment.interpolation, Interpolation::bicubic);
+  EXPECT_EQ(c.data.augment.eval_resize, 256);
+  EXPECT_EQ(c.data.augment.eval_crop, 224);
+  c = with("resnet50", "DEFAULT");  // IMAGENET1K_V2: resize 232
+  EXPECT_EQ(c.data.augment.interpolation, Interpolation::bilinear);
+  EXPECT_EQ(c.data.augment.eval_resize, 232);
+  c = with("efficientnet_v2_l", "IMAGENET1K_V1", {{"image_size", 480}});  // 480 -> 480, mean and std 0.5
+  EXPECT_EQ(c.data.augment.eval_resize, 480);
+  EXPECT_EQ(c.data.mean, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(c.data.std, (std::vector<double>{0.5, 0.5, 0.5}));
+  // Kept: what the config sets, and an eval size other than the entry's crop (its resize is for its crop).
+  c = with("efficientnet_b0", "IMAGENET1K_V1", {{"interpolation", "bilinear"}, {"eval_resize", 240}});
+  EXPECT_EQ(c.data.augment.interpolation, Interpolation::bilinear);
+  EXPECT_EQ(c.data.augment.eval_resize, 240);
+  c = with("efficientnet_b0", "IMAGENET1K_V1", {{"image_size", 128}});
+  EXPECT_EQ(c.data.augment.interpolation, Interpolation::bicubic);
+  EXPECT_EQ(c.data.augment.eval_resize, 146);  // 128 / 0.875, as without weights
+  c = with("efficientnet_b0", "/weights/mine.pth");
+  EXPECT_EQ(c.data.augment.interpolation, Interpolation::bilinear);
+  EXPECT_EQ(c.data.augment.eval_resize, 256);  // 224 / 0.875
+  // From a file with --set, as `trainer --config` reads it.
+  TempDir dir;
+  write_text(dir / "c.json", R"({"data": {"kind": "imagenet", "root": "/data"}, "model": {"arch": "swin_v2_t",
+             "in_channels": 3}})");
+  c = resolve_config(dir / "c.json", {"model.weights=IMAGENET1K_V1", "data.augment.image_size=256"});
+  EXPECT_EQ(c.data.augment.interpolation, Interpolation::bicubic);
+  EXPECT_EQ(c.data.augment.eval_resize, 260);
+  EXPECT_EQ(c.run.name, "c");
+}
+
 TEST(Config, UnknownKeySuggestsTheClosest) {
   json j = minimal();
   j["optim"] = {{"lrr", 0.1}};

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,10 @@ void apply_override(nlohmann::json& config, const std::string& assignment);
 // Reads the JSON into the typed struct and checks the rules that span several fields.
 Config parse_config(const nlohmann::json& config);
 
-// load_json_file + overrides + parse_config; an empty run.name becomes the file's stem.
-Config load_config(const std::filesystem::path& file, const std::vector<std::string>& overrides);
+// load_json_file + overrides (+ `adjust`, on the merged JSON) + parse_config; an empty run.name becomes the
+// file's stem.
+Config load_config(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                   const std::function<void(nlohmann::json&)>& adjust = {});
 
 nlohmann::json config_to_json(const Config& config);
 

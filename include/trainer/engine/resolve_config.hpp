@@ -1,6 +1,7 @@
 // The config a run uses: what config/load.hpp reads, with the rows of the kinds it picks applied (a data kind's
-// usual mean and std and its rules, a schedule's rules), then the checks that need them. Every command and test
-// that turns a file or JSON into a Config goes through here.
+// usual mean and std and its rules, a schedule's rules, the eval transform of the published weights it names:
+// engine/weights_transform.hpp), then the checks that need them. Every command and test that turns a file or JSON
+// into a Config goes through here.
 //   Config c = resolve_config("configs/mnist_cnn.json", {"optim.lr=0.02"});
 //   Config d = resolve_config(checkpoint.meta().config);
 #pragma once

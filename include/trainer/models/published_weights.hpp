@@ -36,6 +36,9 @@ struct PublishedWeights {
 // none for.
 std::vector<PublishedWeights> torchvision_weights(const std::string& arch);
 
+// The entry of `weights` (an arch's) called `name`, DEFAULT being the last; null when none is.
+const PublishedWeights* find_published_weights(const std::vector<PublishedWeights>& weights, const std::string& name);
+
 // Where torchvision publishes them: a published file's address is this followed by its file name.
 const std::string& torchvision_weights_address();
 
