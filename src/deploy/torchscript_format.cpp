@@ -133,10 +133,13 @@ std::string forward_source(const LayerGraph& g) {
         break;
       }
       case LayerKind::vit_embedding: {  // [N, D, gh, gw] -> [N, D, 1, 1 + gh*gw], the class token first
+        // As the ONNX file does it: a zero column put first, plus the position embedding with the class token
+        // added into its first row. (Concatenating a batch-sized expand of the class token instead made LibTorch
+        // 2.6's TensorExpr fuser hang on the second call.)
         const std::string token = attribute_path(l.param + "class_token");
         const std::string pos = attribute_path(l.param + "encoder.pos_embedding");
-        call = "torch.cat([" + token + ".permute([0, 2, 1]).unsqueeze(3).expand([" + x + ".size(0), -1, -1, -1]), " +
-               x + ".flatten(2).unsqueeze(2)], 3) + " + pos + ".permute([0, 2, 1]).unsqueeze(2)";
+        call = "torch.constant_pad_nd(" + x + ".flatten(2).unsqueeze(2), [1, 0], 0.0) + torch.cat([" + pos +
+               ".slice(1, 0, 1) + " + token + ", " + pos + ".slice(1, 1)], 1).permute([0, 2, 1]).unsqueeze(2)";
         break;
       }
       case LayerKind::self_attention: {  // on [N, L, D], as nn.MultiheadAttention computes it, back to [N, D, 1, L]
