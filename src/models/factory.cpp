@@ -11,6 +11,7 @@
 #include "trainer/models/swin.hpp"
 #include "trainer/models/vit.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/glob.hpp"
 #include "trainer/util/text.hpp"
 
 namespace trainer {
@@ -255,7 +256,13 @@ ClassifierPtr build_model(const ModelConfig& model, const ImageShape& input) {
   if (m.stochastic_depth > 0 && !row.has_stochastic_depth)
     throw ConfigError("model.stochastic_depth: " + model.arch +
                       " has no residual branches it drops; leave it at -1 or 0");
-  return row.build(m, input);
+  ClassifierPtr net = row.build(m, input);
+  if (m.head_init_scale != 1.0) {  // ConvNeXt's head_init_scale: a new head that starts near zero
+    torch::NoGradGuard no_grad;
+    for (auto& p : net->named_parameters())
+      if (glob_match_any(row.head, p.key())) p.value().mul_(m.head_init_scale);
+  }
+  return net;
 }
 
 void place_model(Classifier& model, const torch::Device& device, bool channels_last) {

@@ -462,6 +462,28 @@ TEST(ModelFactory, ViTTakesWholePatchesAndItsOlderNames) {
   EXPECT_FALSE(said);
 }
 
+// model.head_init_scale multiplies the classifier layer's initial values (the row's head), nothing else.
+TEST(ModelFactory, HeadInitScaleScalesTheClassifierOnly) {
+  ModelConfig m;
+  m.arch = "convnext_tiny";
+  m.in_channels = 3;
+  m.num_classes = 4;
+  torch::manual_seed(9);
+  const auto plain = build_model(m, {32, 32, 3});
+  m.head_init_scale = 0.001;
+  torch::manual_seed(9);
+  const auto scaled = build_model(m, {32, 32, 3});
+  const auto theirs = plain->named_parameters();
+  size_t heads = 0;
+  for (const auto& p : scaled->named_parameters()) {
+    const bool head = starts_with(p.key(), "classifier.2.");
+    heads += head ? 1 : 0;
+    EXPECT_TRUE(p.value().equal(head ? theirs[p.key()] * 0.001 : theirs[p.key()])) << p.key();
+  }
+  EXPECT_EQ(heads, 2u);  // weight and bias
+  EXPECT_GT(theirs["classifier.2.weight"].abs().max().item<double>(), 0.0);
+}
+
 // Swin takes any image size from 32 up with the same weights (each stage's map padded to whole windows, an odd
 // side padded before merging), non-square ones too; below 32 is a config error.
 TEST(ModelFactory, SwinTakesAnySizeFrom32) {

@@ -378,6 +378,7 @@ struct ModelConfig {
   StemKind stem = StemKind::imagenet;
   double dropout = -1;           // the architecture's own
   double stochastic_depth = -1;  // the architecture's own
+  double head_init_scale = 1.0;
   bool zero_init_residual = false;
   bool sync_batchnorm = false;
   Switch channels_last = Switch::automatic;
@@ -401,10 +402,15 @@ struct ModelConfig {
             Range::between(-1, 0.99));
     v.field("stochastic_depth", stochastic_depth,
             "stochastic depth (drop path) rate: the deepest residual block's branch is dropped for this share of the "
-            "samples, earlier blocks linearly less, as torchvision's EfficientNet and ConvNeXt; -1 (the default) takes "
-            "the architecture's own (EfficientNet 0.2, ConvNeXt-T 0.1, S 0.4, B and L 0.5); 0 turns it off; "
-            "architectures without it (ResNet, RegNet, MobileNetV3) take only -1 or 0",
+            "samples, earlier blocks linearly less, as torchvision's EfficientNet, ConvNeXt and Swin; -1 (the default) "
+            "takes the architecture's own (EfficientNet 0.2, ConvNeXt-T 0.1, S 0.4, B and L 0.5, Swin T 0.2, S 0.3, "
+            "B 0.5); 0 turns it off; architectures without it (ResNet, RegNet, MobileNetV3, ViT) take only -1 or 0",
             Range::between(-1, 0.99));
+    v.field("head_init_scale", head_init_scale,
+            "the classifier layer's initial weights and bias multiplied by this (ConvNeXt's fine-tune recipe: 0.001 "
+            "for a new head at 384 px); it matters where model.weights leaves the classifier freshly initialised (a "
+            "class count other than the weights'); 1 (the default) keeps the family's own initialisation",
+            Range::between(0, 1));
     v.field("zero_init_residual", zero_init_residual,
             "ResNets: start each residual branch's last BatchNorm at zero, so blocks begin as identities");
     v.field("sync_batchnorm", sync_batchnorm,
@@ -412,7 +418,8 @@ struct ModelConfig {
             "SyncBatchNorm), so N ranks train like one process with the global batch; costs two small all-reduces "
             "per BatchNorm layer and step");
     v.choice("channels_last", channels_last, switch_values(),
-             "4-D weights and inputs in channels_last memory format; auto: on on CUDA for every ResNet. A start-up "
+             "4-D weights and inputs in channels_last memory format; auto: on on CUDA for the convolutional families "
+             "(not ViT and Swin, whose tensors are tokens). A start-up "
              "self-check falls back to contiguous when this LibTorch computes channels_last convolutions wrongly");
     v.field("weights", weights,
             "weights a new run starts from (fine-tuning): a name of torchvision's for model.arch (IMAGENET1K_V1, "
