@@ -27,7 +27,8 @@ constexpr const char* kUsage =
     "  trainer export --checkpoint best.pt -o model.safetensors  weights for Python tools\n"
     "  trainer bench --config c.json --mode train             images/s, data wait vs compute, memory\n"
     "  trainer bench --arch resnet50 --batch 16 --size 224    time the training step\n"
-    "  trainer bench data --config c.json                     time the input pipeline";
+    "  trainer bench data --config c.json                     time the input pipeline\n"
+    "  trainer shards make photos/ shards/                    pack a folder into WebDataset shards";
 
 }  // namespace
 
@@ -40,6 +41,7 @@ void add_doctor_command(CLI::App& app, Commands& commands);
 void add_config_command(CLI::App& app, Commands& commands);  // config show, config schema
 void add_export_command(CLI::App& app, Commands& commands);
 void add_weights_command(CLI::App& app, Commands& commands);  // weights list, weights get
+void add_shards_command(CLI::App& app, Commands& commands);   // shards make, shards check
 void add_bench_command(CLI::App& app, Commands& commands);    // bench (--arch or --config), bench data, predict
 void add_train_command(CLI::App& app, Commands& commands);    // the top level: trainer --config / --resume
 }  // namespace trainer
@@ -50,7 +52,8 @@ namespace {
 constexpr void (*kCommands[])(CLI::App&, trainer::Commands&) = {
     trainer::add_eval_command,    trainer::add_predict_command, trainer::add_plot_command,
     trainer::add_doctor_command,  trainer::add_config_command,  trainer::add_export_command,
-    trainer::add_weights_command, trainer::add_bench_command,   trainer::add_train_command,
+    trainer::add_weights_command, trainer::add_shards_command,  trainer::add_bench_command,
+    trainer::add_train_command,
 };
 
 // The one error handler: a failure is one line on stderr and an exit code (2 for usage and config mistakes).

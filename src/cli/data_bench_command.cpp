@@ -24,7 +24,7 @@
 #include "trainer/data/pixels/image_decode.hpp"
 #include "trainer/data/pixels/random_erasing.hpp"
 #include "trainer/data/sources/data_kinds.hpp"
-#include "trainer/data/sources/folder_source.hpp"
+#include "trainer/data/sources/image_source.hpp"
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/engine/session.hpp"
 #include "trainer/models/layout_check.hpp"
@@ -39,7 +39,7 @@ namespace {
 
 // Reads and decodes every file at full size, the files split over `threads` threads: the ceiling for a
 // pipeline that decodes at full resolution.
-double decode_rate(const FolderSource& source, size_t threads, size_t& decoded) {
+double decode_rate(const ImageSource& source, size_t threads, size_t& decoded) {
   std::atomic<size_t> next{0};
   const auto start = Clock::now();
   std::vector<std::thread> pool;
@@ -47,8 +47,8 @@ double decode_rate(const FolderSource& source, size_t threads, size_t& decoded) 
     pool.emplace_back([&] {
       std::vector<uint8_t> bytes;  // one buffer per thread, as the loader's workers keep
       for (size_t i = next++; i < source.size(); i = next++) {
-        read_file_bytes(source.file(i), bytes);
-        decode_image(bytes, probe_image(bytes), 3, 1, source.file(i));
+        source.read_encoded(i, bytes);
+        decode_image(bytes, probe_image(bytes), 3, 1, source.sample_name(i));
       }
     });
   for (auto& t : pool) t.join();
@@ -56,16 +56,16 @@ double decode_rate(const FolderSource& source, size_t threads, size_t& decoded) 
   return static_cast<double>(decoded) / seconds_since(start);
 }
 
-// --decode-only: every file of the training folder read and decoded whole on data.workers threads, once to warm
+// --decode-only: every image of the training split (a folder's files, shards' members) read and decoded whole on data.workers threads, once to warm
 // the page cache (as the pipeline's warmup does), once timed.
 double bench_decode_only(const Config& c, size_t workers, nlohmann::json& out) {
   if (!data_kind_row(c.data.kind).image_files)
     throw UsageError("bench data --decode-only times the decode of image files; data.kind " +
                      enum_name(data_kinds(), c.data.kind) + " has none");
-  const auto folder = open_image_folder(c.data, true, c.model.num_classes, 3);
+  const auto train = make_source(c, Split::train);
   size_t decoded = 0;
-  decode_rate(*folder, std::max<size_t>(1, workers), decoded);
-  const double rate = decode_rate(*folder, std::max<size_t>(1, workers), decoded);
+  decode_rate(*train, std::max<size_t>(1, workers), decoded);
+  const double rate = decode_rate(*train, std::max<size_t>(1, workers), decoded);
   out["mode"] = "decode_only";
   out["images"] = decoded;
   return rate;

@@ -23,6 +23,8 @@ int fuzz_download(const uint8_t* data, size_t size);
 int fuzz_model(const uint8_t* data, size_t size);
 int fuzz_restore(const uint8_t* data, size_t size);
 int fuzz_saved_config(const uint8_t* data, size_t size);
+int fuzz_tar(const uint8_t* data, size_t size);
+int fuzz_shard_index(const uint8_t* data, size_t size);
 
 struct FuzzTarget {
   const char* name;
@@ -48,4 +50,6 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"model", fuzz_model},
     {"restore", fuzz_restore},
     {"saved_config", fuzz_saved_config},
+    {"tar", fuzz_tar},
+    {"shard_index", fuzz_shard_index},
 };

@@ -87,10 +87,12 @@ struct RunConfig {
 };
 
 // The dataset format. Each kind is one row of data/data_kinds.cpp: its usual mean/std, rules and reader.
-enum class DataKind { mnist, imagenet, synthetic };
+enum class DataKind { mnist, imagenet, synthetic, shards };
 inline const EnumTable<DataKind>& data_kinds() {
-  static const EnumTable<DataKind> table{
-      {"mnist", DataKind::mnist}, {"imagenet", DataKind::imagenet}, {"synthetic", DataKind::synthetic}};
+  static const EnumTable<DataKind> table{{"mnist", DataKind::mnist},
+                                         {"imagenet", DataKind::imagenet},
+                                         {"synthetic", DataKind::synthetic},
+                                         {"shards", DataKind::shards}};
   return table;
 }
 
@@ -277,6 +279,24 @@ inline const EnumTable<SamplerKind>& sampler_kinds() {
   return table;
 }
 
+// data.kind "shards": WebDataset tar shards in a folder or at an http(s) address (data.root), each with its index.
+struct ShardsConfig {
+  std::string train;
+  std::string val;
+  std::string label = "cls";
+
+  template <class V>
+  void visit(V& v) {
+    v.field("train", train,
+            "the training shards under data.root: a brace pattern (\"train-{000000..000127}.tar\"), a .txt file "
+            "listing one per line, or a folder of .tar files; empty: the train split of data.root's shards.json");
+    v.field("val", val, "the evaluation shards, as train; empty: the val split of data.root's shards.json");
+    v.field("label", label,
+            "where a sample's class index is: \"cls\" (a member holding the number as text) or \"json:FIELD\" "
+            "(an integer field of the sample's .json member)");
+  }
+};
+
 struct DataConfig {
   DataKind kind = DataKind::mnist;
   std::string root;
@@ -306,11 +326,12 @@ struct DataConfig {
   AugmentConfig augment;
   RepeatedAugmentationConfig repeated_augmentation;
   SyntheticConfig synthetic;
+  ShardsConfig shards;
 
   template <class V>
   void visit(V& v) {
     v.choice("kind", kind, data_kinds(), "dataset format");
-    v.field("root", root, "folder that holds the dataset files");
+    v.field("root", root, "folder that holds the dataset files (shards: a folder or an http(s) address)");
     v.field("batch_size", batch_size, "training images per step (at most 1048576)", Range::between(1, 1 << 20));
     v.field("eval_batch_size", eval_batch_size, "images per evaluation batch (at most 1048576)",
             Range::between(1, 1 << 20));
@@ -360,6 +381,7 @@ struct DataConfig {
     v.section("augment", augment);
     v.section("repeated_augmentation", repeated_augmentation);
     v.section("synthetic", synthetic);
+    v.section("shards", shards);
   }
 };
 

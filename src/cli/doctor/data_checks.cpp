@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "trainer/data/sources/data_kinds.hpp"
-#include "trainer/data/sources/folder_source.hpp"
+#include "trainer/data/sources/image_source.hpp"
 #include "trainer/platform/files.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
@@ -22,16 +22,20 @@ struct ReadRate {
   uint64_t bytes = 0;
   double seconds = 0;
 };
-ReadRate measure_read_rate(const FolderSource& folder, size_t max_files, double budget_s) {
+ReadRate measure_read_rate(const ImageSource& source, size_t max_files, double budget_s) {
   ReadRate r;
-  const size_t n = folder.size(), sample = std::min(n, max_files);
+  const size_t n = source.size(), sample = std::min(n, max_files);
   std::vector<uint8_t> bytes;
   const auto start = Clock::now();
-  for (size_t i = 0; i < sample && seconds_since(start) < budget_s; ++i)
-    if (!read_file(folder.file(i * n / sample), bytes)) {
-      ++r.files;
-      r.bytes += bytes.size();
+  for (size_t i = 0; i < sample && seconds_since(start) < budget_s; ++i) {
+    try {
+      if (!source.read_encoded(i * n / sample, bytes)) break;
+    } catch (const Error&) {
+      continue;
     }
+    ++r.files;
+    r.bytes += bytes.size();
+  }
   r.seconds = seconds_since(start);
   return r;
 }
@@ -74,13 +78,7 @@ void check_data(Report& report, DoctorContext& context) {
     // every fourth of the same files, cached, so its time is the decoders'.
     std::optional<ReadRate> read_rate;
     if (split == Split::train && data_kind_row(c.data.kind).image_files) {
-      try {
-        // The opened split itself when it is a folder; else (a subset of one) the folder opened again.
-        const auto* folder = dynamic_cast<const FolderSource*>(source.get());
-        read_rate = measure_read_rate(
-            folder ? *folder : *open_image_folder(c.data, true, c.model.num_classes, c.model.in_channels), 256, 3.0);
-      } catch (const Error&) {
-      }
+      read_rate = measure_read_rate(*source, 256, 3.0);
     }
     // Decode an evenly spaced sample: bad files show up now, not hours into the run.
     const size_t n = source->size(), sample = std::min<size_t>(n, 64);

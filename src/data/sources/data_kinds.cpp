@@ -2,6 +2,7 @@
 
 #include "trainer/data/sources/folder_source.hpp"
 #include "trainer/data/sources/mnist_idx.hpp"
+#include "trainer/data/sources/shard_source.hpp"
 #include "trainer/data/sources/subset.hpp"
 #include "trainer/data/sources/synthetic.hpp"
 #include "trainer/util/error.hpp"
@@ -31,6 +32,22 @@ void check_imagenet(const Config& c) {
 std::shared_ptr<const ImageSource> open_imagenet(const Config& c, Split split) {
   return open_image_folder(c.data, split != Split::eval, c.model.num_classes, c.model.in_channels,
                            split == Split::train);
+}
+
+void check_shards(const Config& c) {
+  if (c.data.root.empty())
+    throw ConfigError("data.root: expected the folder or http(s) address that holds the shards, got an empty string");
+  check_imagenet(c);
+  const std::string& label = c.data.shards.label;
+  if (label != "cls" && (label.rfind("json:", 0) != 0 || label.size() == 5))
+    throw ConfigError("data.shards.label: expected \"cls\" or \"json:FIELD\", got \"" + label + "\"");
+  if (c.data.val_fraction > 0)
+    throw ConfigError("data.val_fraction: holds out images of a class-folder set; shards have their own val split "
+                      "(trainer shards make packs one)");
+}
+
+std::shared_ptr<const ImageSource> open_shard_split(const Config& c, Split split) {
+  return open_shards(c.data, split != Split::eval, c.model.num_classes, c.model.in_channels, split == Split::train);
 }
 
 void check_synthetic(const Config& c) {
@@ -65,6 +82,9 @@ const std::vector<DataKindRow>& data_kind_rows() {
        /*image_files=*/false, /*single_image_transform=*/resize_to_input},
       {/*kind=*/DataKind::imagenet, /*mean=*/{0.485, 0.456, 0.406}, /*std=*/{0.229, 0.224, 0.225},
        /*check=*/check_imagenet, /*open=*/open_imagenet, /*image_files=*/true,
+       /*single_image_transform=*/eval_transform},
+      {/*kind=*/DataKind::shards, /*mean=*/{0.485, 0.456, 0.406}, /*std=*/{0.229, 0.224, 0.225},
+       /*check=*/check_shards, /*open=*/open_shard_split, /*image_files=*/true,
        /*single_image_transform=*/eval_transform},
       {/*kind=*/DataKind::synthetic, /*mean=*/{0.1307}, /*std=*/{0.3081}, /*check=*/check_synthetic,
        /*open=*/open_synthetic, /*image_files=*/false, /*single_image_transform=*/resize_to_input},

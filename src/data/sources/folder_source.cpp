@@ -1,8 +1,8 @@
 #include "trainer/data/sources/folder_source.hpp"
 
-#include "trainer/data/pixels/encoded_image.hpp"
 #include "trainer/data/pixels/image_decode.hpp"
-#include "trainer/data/pixels/sample_pixels.hpp"
+#include "trainer/data/pixels/encoded_image.hpp"
+#include "trainer/data/sources/encoded_sample.hpp"
 #include "trainer/data/sources/holdout_split.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
@@ -31,41 +31,25 @@ bool FolderSource::read_or_defer(size_t i, const ReadContext& context, cv::Mat& 
 
 bool FolderSource::read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer,
                                EncodedImage& deferred) const {
-  SampleTimes* times = context.times;  // bench data's stage times: the clock is read only when they are asked for
-  const auto start = times ? Clock::now() : Clock::time_point();
+  const auto start = context.times ? Clock::now() : Clock::time_point();
   const fs::path path = file(i);
   // Each worker reads every file into the same buffer: a file of 100 KB-4 MB allocated per image went through
   // the heap (or, past glibc's mmap threshold, was mapped and page-faulted in afresh) on every sample. The GPU
-  // path below takes the bytes with it, and the next file starts a new buffer.
+  // path takes the bytes with it, and the next file starts a new buffer.
   thread_local std::vector<uint8_t> bytes;
   read_file_bytes(path, bytes);
-  const auto read_at = times ? Clock::now() : Clock::time_point();
-  const ImageInfo info = probe_image(bytes);
-  const uint64_t seed = sample_seed(context, i);
-  const int channels = static_cast<int>(channels_);
-  // The header names the format and size (or the file is refused here): plan first, then decode no more than the
-  // crop needs, or leave it to the GPU.
-  check_image_header(info, path);
-  const SamplePlan plan = plan_sample(spec_, info.height, info.width, seed);
-  if (defer && channels == 3 && gpu_decodable(info)) {
-    deferred = EncodedImage{std::move(bytes), info, plan, spec_, i, path.string()};
-    return true;
-  }
-  const auto planned_at = times ? Clock::now() : Clock::time_point();
-  render_sample(bytes, info, plan, spec_, channels, path, out, times);
-  if (times) {
-    times->read_s = seconds_between(start, read_at);
-    times->plan_s = seconds_between(read_at, planned_at);
-  }
-  return false;
+  const auto read_at = context.times ? Clock::now() : Clock::time_point();
+  return render_or_defer(bytes, path.string(), i, context, spec_, channels_, out, defer, deferred, start, read_at);
+}
+
+bool FolderSource::read_encoded(size_t i, std::vector<uint8_t>& bytes) const {
+  read_file_bytes(file(i), bytes);
+  return true;
 }
 
 std::string FolderSource::describe() const {
   return "image folder " + dir_.string() + " (" + std::to_string(size()) + " images, " +
-         std::to_string(class_names_.size()) + " classes; " +
-         (spec_.train ? "random resized crop " + std::to_string(spec_.size) + ", flip"
-                      : "resize " + std::to_string(spec_.resize) + ", center crop " + std::to_string(spec_.size)) +
-         (spec_.reduce ? ", reduced JPEG decode" : "") + ")";
+         std::to_string(class_names_.size()) + " classes; " + describe_transform(spec_) + ")";
 }
 
 namespace {

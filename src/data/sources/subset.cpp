@@ -17,6 +17,9 @@ class SubsetSource final : public ImageSource {
   bool read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const override {
     return base_->read_or_defer(indices_.at(i), context, out, deferred);
   }
+  bool read_encoded(size_t i, std::vector<uint8_t>& bytes) const override {
+    return base_->read_encoded(indices_.at(i), bytes);
+  }
   const std::vector<std::string>& class_names() const override { return base_->class_names(); }
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(indices_.at(i)); }
@@ -40,6 +43,7 @@ class RenamedSource final : public ImageSource {
   bool read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const override {
     return base_->read_or_defer(i, context, out, deferred);
   }
+  bool read_encoded(size_t i, std::vector<uint8_t>& bytes) const override { return base_->read_encoded(i, bytes); }
   const std::vector<std::string>& class_names() const override { return names_; }
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(i); }

@@ -27,6 +27,7 @@ class FolderSource final : public ImageSource {
   int64_t label(size_t i) const override { return files_.label(i); }
   void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override;
   bool read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const override;
+  bool read_encoded(size_t i, std::vector<uint8_t>& bytes) const override;
   const std::vector<std::string>& class_names() const override { return class_names_; }
   ImageShape shape() const override { return {spec_.size, spec_.size, channels_}; }
   std::string describe() const override;

@@ -54,6 +54,9 @@ class ImageSource {
     read_into(i, context, out);
     return false;
   }
+  // The encoded image file of sample i as stored (a folder's file, a shard's member), for the read and decode rates
+  // of `bench data --decode-only` and doctor; false for sources without image files.
+  virtual bool read_encoded(size_t /*i*/, std::vector<uint8_t>& /*bytes*/) const { return false; }
   virtual const std::vector<std::string>& class_names() const = 0;
   // The shape every sample has after loading (the batch shape without the batch dimension).
   virtual ImageShape shape() const = 0;

@@ -1,0 +1,36 @@
+// Bytes of a file at an http(s) address, whole or a range of them (remote WebDataset shards and their indexes),
+// with libcurl. Each thread keeps its own connection open between requests; a refused or dropped connection, a
+// stall, an answer cut short or a 5xx status is retried after a wait that doubles; a 4xx status (404: no such file)
+// fails at once.
+//   std::vector<uint8_t> bytes;
+//   http_read("http://host/train-000001.tar", 1536, 40213, bytes);   // bytes 1536 .. 41748
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainer {
+
+struct HttpOptions {
+  int attempts = 5;            // tries in all before giving up
+  double first_wait_s = 0.25;  // the wait after the first failure; doubled after each further one
+  int64_t connect_timeout_s = 15;
+  int64_t stall_timeout_s = 30;  // a connection that delivers nothing for this long is dropped
+  uint64_t max_bytes = uint64_t{1} << 30;  // a whole-file answer larger than this is refused
+};
+
+bool is_http_address(std::string_view location);
+
+// `size` bytes from `offset` (size 0: the whole file, offset ignored) into `out`, replacing its contents. A range
+// request must be answered with exactly that range (206): a server that ignores ranges is refused, as it would send
+// whole shards for every sample. Throws DownloadError naming the address, the range and the last failure.
+void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
+               const HttpOptions& options = {});
+
+// Whether the address answers (HTTP 2xx) for a ranged read of its first byte; for doctor. Never throws: false, with
+// `why` set, when it does not.
+bool http_reachable(const std::string& url, std::string& why);
+
+}  // namespace trainer

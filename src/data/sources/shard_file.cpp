@@ -1,0 +1,75 @@
+#include "trainer/data/sources/shard_file.hpp"
+
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "trainer/util/atomic_file.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/http_range.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+ShardFile::ShardFile(std::string location) : location_(std::move(location)), remote_(is_http_address(location_)) {
+  if (remote_) return;
+  mapped_ = std::make_unique<MappedFile>();
+  if (const std::error_code ec = mapped_->open(fs::path(location_)))
+    throw DataError(location_ + ": cannot open the shard: " + ec.message());
+}
+
+const uint8_t* ShardFile::data() const {
+  return mapped_ ? reinterpret_cast<const uint8_t*>(mapped_->data()) : nullptr;
+}
+
+uint64_t ShardFile::size() const { return mapped_ ? mapped_->size() : 0; }
+
+void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out) const {
+  if (remote_) {
+    try {
+      http_read(location_, offset, size, out);
+    } catch (const Error& e) {
+      throw DataError(std::string(e.what()) + " (shard " + location_ + ", offset " + std::to_string(offset) + ")");
+    }
+    return;
+  }
+  if (offset > this->size() || size > this->size() - offset)
+    throw DataError(location_ + ": offset " + std::to_string(offset) + " (" + std::to_string(size) +
+                    " bytes) is past the shard's end at " + std::to_string(this->size()) +
+                    " (the shard changed after its index was read)");
+  out.resize(size);
+  if (size) std::memcpy(out.data(), data() + offset, size);
+}
+
+std::vector<IndexedSample> ShardFile::samples(bool write_index) const {
+  const std::string index = shard_index_location(location_);
+  std::vector<uint8_t> text;
+  if (remote_) {
+    try {
+      http_read(index, 0, 0, text);
+    } catch (const Error& e) {
+      throw DataError(std::string(e.what()) +
+                      " (a remote shard is read through its index: `trainer shards make` and DALI's wds2idx write "
+                      "one beside each shard)");
+    }
+    return parse_shard_index(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), index, 0);
+  }
+  std::error_code ec;
+  if (fs::exists(fs::path(index), ec)) {
+    if (const std::error_code read = read_file(fs::path(index), text))
+      throw DataError(index + ": cannot read the shard's index: " + read.message());
+    return parse_shard_index(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), index,
+                             size());
+  }
+  std::vector<IndexedSample> samples = group_samples(list_tar_members(data(), size(), location_));
+  if (write_index) {
+    try {  // the index only saves the next run a read of the tar: a read-only folder is not an error
+      write_text_atomically(fs::path(index), format_shard_index(samples));
+    } catch (const Error&) {
+    }
+  }
+  return samples;
+}
+
+}  // namespace trainer

@@ -1,0 +1,257 @@
+#include "trainer/data/sources/shard_source.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <exception>
+#include <filesystem>
+#include <thread>
+
+#include "trainer/data/pixels/encoded_image.hpp"
+#include "trainer/data/sources/encoded_sample.hpp"
+#include "trainer/data/sources/shard_list.hpp"
+#include "trainer/data/sources/shard_summary.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/http_range.hpp"
+#include "trainer/util/text.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
+                         std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
+                         int64_t channels)
+    : root_(std::move(root)),
+      shards_(std::move(shards)),
+      keys_(std::move(keys)),
+      addresses_(std::move(addresses)),
+      class_names_(std::move(class_names)),
+      spec_(spec),
+      channels_(channels) {}
+
+void ShardSource::read_into(size_t i, const ReadContext& context, cv::Mat& out) const {
+  EncodedImage unused;
+  read_sample(i, context, out, /*defer=*/false, unused);
+}
+
+bool ShardSource::read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const {
+  return read_sample(i, context, out, /*defer=*/true, deferred);
+}
+
+bool ShardSource::read_encoded(size_t i, std::vector<uint8_t>& bytes) const {
+  const ShardAddress& a = addresses_.at(i);
+  shards_[a.shard]->read(a.offset, a.size, bytes);
+  return true;
+}
+
+bool ShardSource::read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer,
+                              EncodedImage& deferred) const {
+  const auto start = context.times ? Clock::now() : Clock::time_point();
+  thread_local std::vector<uint8_t> bytes;  // one buffer per worker, as the folder reader keeps
+  read_encoded(i, bytes);
+  const auto read_at = context.times ? Clock::now() : Clock::time_point();
+  return render_or_defer(bytes, sample_name(i), i, context, spec_, channels_, out, defer, deferred, start, read_at);
+}
+
+std::string ShardSource::sample_name(size_t i) const {
+  return shards_[addresses_.at(i).shard]->location() + "#" + keys_.path(i);
+}
+
+std::string ShardSource::describe() const {
+  return "shards " + root_ + " (" + std::to_string(shards_.size()) + " shards, " + std::to_string(size()) +
+         " images, " + std::to_string(class_names_.size()) + " classes; " + describe_transform(spec_) + ")";
+}
+
+namespace {
+
+// What one shard contributes, gathered on the opening threads.
+struct ShardSamples {
+  std::shared_ptr<const ShardFile> file;
+  std::vector<std::string> keys;
+  std::vector<int64_t> labels;
+  std::vector<ShardAddress> images;
+};
+
+// The first member an image folder would take as an image (jpg, jpeg, png, webp, bmp, tif, ...).
+const IndexedMember* image_member(const IndexedSample& s) {
+  for (const IndexedMember& m : s.members)
+    if (m.ext.find('.') == std::string::npos && has_image_extension("." + m.ext)) return &m;
+  return nullptr;
+}
+
+std::string member_list(const IndexedSample& s) {
+  std::vector<std::string> exts;
+  for (const IndexedMember& m : s.members) exts.push_back("." + m.ext);
+  return exts.empty() ? "none" : join(exts);
+}
+
+// A label member's bytes as data.shards.label reads them: "cls", the number as text; "json:FIELD", an integer field.
+int64_t parse_label(const std::vector<uint8_t>& bytes, const std::string& label_key, const std::string& where) {
+  std::string text(bytes.begin(), bytes.end());
+  if (label_key == "cls") {
+    const size_t first = text.find_first_not_of(" \t\r\n"), last = text.find_last_not_of(" \t\r\n");
+    int64_t value = 0;
+    const char* begin = text.data() + (first == std::string::npos ? text.size() : first);
+    const char* end = text.data() + (last == std::string::npos ? 0 : last + 1);
+    const auto [stop, ec] = std::from_chars(begin, end, value);
+    if (begin >= end || ec != std::errc() || stop != end)
+      throw DataError(where + ": the .cls member holds \"" + text.substr(0, 40) + "\", not a class index");
+    return value;
+  }
+  const std::string field = label_key.substr(5);
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    if (!j.is_object() || !j.contains(field) || !j.at(field).is_number_integer())
+      throw DataError(where + ": the .json member has no integer \"" + field + "\" (data.shards.label)");
+    return j.at(field).get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(where + ": the .json member is not JSON: " + e.what());
+  }
+}
+
+ShardSamples read_shard(const std::string& location, uint32_t shard_no, const ShardEntry* entry,
+                        const std::string& label_key) {
+  ShardSamples out;
+  out.file = std::make_shared<ShardFile>(location);
+  const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true);
+  if (entry && entry->samples != samples.size())
+    throw DataError(location + ": " + kShardSummaryName + " says " + std::to_string(entry->samples) +
+                    " samples, its index lists " + std::to_string(samples.size()));
+  const bool labels_known = entry && !entry->labels.empty();
+  const std::string label_ext = label_key == "cls" ? "cls" : "json";
+  std::vector<uint8_t> bytes;
+  for (size_t j = 0; j < samples.size(); ++j) {
+    const IndexedSample& s = samples[j];
+    const std::string where = location + "#" + s.key;
+    const IndexedMember* image = image_member(s);
+    if (!image)
+      throw DataError(where + ": no image member (.jpg, .jpeg, .png, .webp, ...); the sample has " + member_list(s));
+    if (image->size > UINT32_MAX) throw DataError(where + ": an image of " + std::to_string(image->size) + " bytes");
+    out.images.push_back({image->offset, static_cast<uint32_t>(image->size), shard_no});
+    out.keys.push_back(s.key);
+    if (labels_known) {
+      out.labels.push_back(entry->labels[j]);
+      continue;
+    }
+    const IndexedMember* label = s.find(label_ext);
+    if (!label) throw DataError(where + ": no ." + label_ext + " member for its label; the sample has " + member_list(s));
+    if (label->size > 4096) throw DataError(where + ": a ." + label_ext + " member of " + std::to_string(label->size) + " bytes");
+    out.file->read(label->offset, label->size, bytes);
+    out.labels.push_back(parse_label(bytes, label_key, where));
+  }
+  return out;
+}
+
+// Every shard read on a few threads (a remote index is a round trip); the first failure in shard order is thrown.
+std::vector<ShardSamples> read_shards(const std::vector<std::string>& locations,
+                                      const std::vector<const ShardEntry*>& entries, const std::string& label_key) {
+  std::vector<ShardSamples> shards(locations.size());
+  std::vector<std::exception_ptr> errors(locations.size());
+  std::atomic<size_t> next{0};
+  const size_t threads = std::min<size_t>(locations.size(), 8);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < locations.size(); i = next++) {
+        try {
+          shards[i] = read_shard(locations[i], static_cast<uint32_t>(i), entries[i], label_key);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return shards;
+}
+
+std::optional<ShardSummary> read_summary(const std::string& root) {
+  const std::string where = shard_location(root, kShardSummaryName);
+  std::vector<uint8_t> bytes;
+  if (is_http_address(where)) {
+    try {
+      http_read(where, 0, 0, bytes);
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("HTTP 404") != std::string::npos) return std::nullopt;
+      throw DataError(e.what());
+    }
+  } else {
+    std::error_code ec;
+    if (!fs::exists(fs::path(where), ec)) return std::nullopt;
+    if (const std::error_code read = read_file(fs::path(where), bytes))
+      throw DataError(where + ": cannot read: " + read.message());
+  }
+  return parse_shard_summary(std::string(bytes.begin(), bytes.end()), where);
+}
+
+}  // namespace
+
+std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool train, int64_t num_classes,
+                                               int64_t channels, std::optional<bool> augment) {
+  const std::string split = train ? "train" : "val";
+  const std::string& spec = train ? data.shards.train : data.shards.val;
+  const std::optional<ShardSummary> summary = read_summary(data.root);
+  std::vector<std::string> locations;
+  std::vector<const ShardEntry*> entries;
+  const std::vector<ShardEntry>* listed = nullptr;
+  if (summary && summary->splits.count(split)) listed = &summary->splits.at(split);
+  if (!spec.empty()) {
+    locations = list_shards(data.root, spec);
+    for (const auto& location : locations) {  // the summary's labels still serve the shards it lists
+      const ShardEntry* found = nullptr;
+      if (listed)
+        for (const ShardEntry& e : *listed)
+          if (shard_location(data.root, e.name) == location) found = &e;
+      entries.push_back(found);
+    }
+  } else if (listed && !listed->empty()) {
+    for (const ShardEntry& e : *listed) {
+      locations.push_back(shard_location(data.root, e.name));
+      entries.push_back(&e);
+    }
+  } else {
+    throw DataError(shard_location(data.root, kShardSummaryName) + ": " +
+                    (summary ? "lists no " + split + " shards" : std::string("not found")) + ", and data.shards." +
+                    split + " does not name the shards (a brace pattern, a .txt list or a folder)");
+  }
+  if (locations.size() > UINT32_MAX) throw DataError(data.root + ": more than 4294967295 shards");
+  std::vector<ShardSamples> shards = read_shards(locations, entries, data.shards.label);
+
+  std::vector<std::string> classes;
+  if (summary) classes = summary->classes;
+  else if (!data.class_names.empty()) classes = data.class_names;
+  int64_t largest = -1;
+  for (const auto& s : shards)
+    for (int64_t label : s.labels) largest = std::max(largest, label);
+  if (classes.empty()) {
+    const int64_t count = num_classes > 0 ? num_classes : largest + 1;
+    for (int64_t c = 0; c < count; ++c) classes.push_back(std::to_string(c));
+  }
+  if (num_classes != 0 && static_cast<int64_t>(classes.size()) != num_classes)
+    throw DataError(data.root + ": " + std::to_string(classes.size()) + " classes, but model.num_classes is " +
+                    std::to_string(num_classes) + " (leave model.num_classes out, or 0, to take the shards' count)");
+
+  std::vector<std::shared_ptr<const ShardFile>> files;
+  FileList keys;
+  std::vector<ShardAddress> addresses;
+  for (auto& s : shards) {
+    for (size_t j = 0; j < s.keys.size(); ++j) {
+      if (s.labels[j] < 0 || s.labels[j] >= static_cast<int64_t>(classes.size()))
+        throw DataError(s.file->location() + "#" + s.keys[j] + ": label " + std::to_string(s.labels[j]) +
+                        " outside the " + std::to_string(classes.size()) + " classes");
+      keys.add(s.keys[j], s.labels[j]);
+      addresses.push_back(s.images[j]);
+    }
+    files.push_back(std::move(s.file));
+  }
+  if (addresses.empty()) throw DataError(data.root + ": the " + split + " shards hold no samples");
+  return std::make_shared<ShardSource>(data.root, std::move(files), std::move(keys), std::move(addresses),
+                                       std::move(classes), make_transform_spec(data, augment.value_or(train)),
+                                       channels);
+}
+
+}  // namespace trainer

@@ -1,0 +1,157 @@
+#include "trainer/util/http_range.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "trainer/util/error.hpp"
+
+#ifdef TRAINER_HAVE_CURL
+#include <curl/curl.h>
+#endif
+
+namespace trainer {
+
+bool is_http_address(std::string_view location) {
+  return location.substr(0, 7) == "http://" || location.substr(0, 8) == "https://";
+}
+
+namespace {
+
+std::string range_text(uint64_t offset, uint64_t size) {
+  return size == 0 ? std::string("the whole file")
+                   : "bytes " + std::to_string(offset) + "-" + std::to_string(offset + size - 1);
+}
+
+}  // namespace
+
+#ifdef TRAINER_HAVE_CURL
+
+namespace {
+
+// One easy handle per thread: libcurl keeps its connection open, so the next request to the host skips the
+// handshake.
+class ThreadHandle {
+ public:
+  ThreadHandle() {
+    static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);  // once, before any transfer
+    if (global == CURLE_OK) curl_ = curl_easy_init();
+  }
+  ~ThreadHandle() {
+    if (curl_) curl_easy_cleanup(curl_);
+  }
+  ThreadHandle(const ThreadHandle&) = delete;
+  ThreadHandle& operator=(const ThreadHandle&) = delete;
+  CURL* get() const { return curl_; }
+
+ private:
+  CURL* curl_ = nullptr;
+};
+
+struct Body {
+  std::vector<uint8_t>* out = nullptr;
+  uint64_t limit = 0;  // more bytes than this: the answer is not the range asked for
+  bool over = false;
+};
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto& body = *static_cast<Body*>(user);
+  const size_t n = size * count;
+  if (body.out->size() + n > body.limit) {
+    body.over = true;
+    return 0;
+  }
+  body.out->insert(body.out->end(), data, data + n);
+  return n;
+}
+
+// One request. Returns "" on success, else why it failed; `final` is set when retrying cannot help.
+std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size,
+                         std::vector<uint8_t>& out, const HttpOptions& options, bool& final) {
+  out.clear();
+  Body body{&out, size == 0 ? options.max_bytes : size, false};
+  curl_easy_reset(curl);
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
+  const bool secure = url.rfind("https://", 0) == 0;  // a redirect never leaves https
+#if LIBCURL_VERSION_NUM >= 0x075500
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, secure ? "https" : "http,https");
+#else
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS, secure ? CURLPROTO_HTTPS : CURLPROTO_HTTP | CURLPROTO_HTTPS);
+#endif
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM: the run's signal handlers stay its own
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.connect_timeout_s));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.stall_timeout_s));
+  const std::string range = std::to_string(offset) + "-" + std::to_string(offset + size - 1);
+  if (size > 0) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainer");
+  const CURLcode result = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status >= 400 && status < 500) {
+    final = true;
+    return "the server answered HTTP " + std::to_string(status);
+  }
+  if (status >= 500) return "the server answered HTTP " + std::to_string(status);
+  if (body.over && size == 0) {
+    final = true;
+    return "the file is larger than " + std::to_string(options.max_bytes) + " bytes";
+  }
+  if (size > 0 && status == 200) {
+    final = true;
+    return "the server ignores Range requests (HTTP 200 for a range): it would send the whole shard for every sample";
+  }
+  if (result != CURLE_OK) return curl_easy_strerror(result);
+  if (size > 0 && out.size() != size)
+    return "the answer held " + std::to_string(out.size()) + " of " + std::to_string(size) + " bytes";
+  return "";
+}
+
+}  // namespace
+
+void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
+               const HttpOptions& options) {
+  thread_local ThreadHandle handle;
+  if (!handle.get()) throw DownloadError(url + ": libcurl could not start a transfer");
+  std::string why;
+  double wait_s = options.first_wait_s;
+  for (int attempt = 1;; ++attempt) {
+    bool final = false;
+    why = request_once(handle.get(), url, offset, size, out, options, final);
+    if (why.empty()) return;
+    if (final || attempt >= options.attempts) break;
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+    wait_s *= 2;
+  }
+  throw DownloadError(url + ": " + range_text(offset, size) + ": " + why);
+}
+
+bool http_reachable(const std::string& url, std::string& why) {
+  try {
+    std::vector<uint8_t> first;
+    http_read(url, 0, 1, first, HttpOptions{/*attempts=*/1});
+    return true;
+  } catch (const Error& e) {
+    why = e.what();
+    return false;
+  }
+}
+
+#else
+
+void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>&, const HttpOptions&) {
+  throw DownloadError(url + ": " + range_text(offset, size) +
+                      ": this build of trainer cannot read http(s) addresses (it was built without libcurl)");
+}
+
+bool http_reachable(const std::string&, std::string& why) {
+  why = "this build of trainer cannot read http(s) addresses (it was built without libcurl)";
+  return false;
+}
+
+#endif
+
+}  // namespace trainer

@@ -1,0 +1,305 @@
+// WebDataset shards: the tar reader against headers as GNU tar, Python's tarfile and the trainer's writer make them
+// (and damaged ones), DALI's index format, shard lists, and a split packed from a folder read back sample for
+// sample, pixel for pixel.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "support/fixtures.hpp"
+#include "support/image_folder_fixture.hpp"
+#include "trainer/data/sources/folder_source.hpp"
+#include "trainer/data/sources/shard_index.hpp"
+#include "trainer/data/sources/shard_list.hpp"
+#include "trainer/data/sources/shard_source.hpp"
+#include "trainer/data/sources/shard_writer.hpp"
+#include "trainer/data/sources/tar_members.hpp"
+#include "trainer/util/error.hpp"
+
+namespace trainer {
+namespace {
+
+using testing::error_of;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+// A header edited after it was made, its checksum made again.
+std::string resummed(std::string h) {
+  std::memset(&h[148], ' ', 8);
+  unsigned sum = 0;
+  for (char c : h) sum += static_cast<uint8_t>(c);
+  std::snprintf(&h[148], 8, "%06o", sum);
+  return h;
+}
+
+// A header of another type (a GNU long name 'L', a pax record 'x', a folder '5').
+std::string typed_header(const std::string& name, uint64_t size, char type) {
+  std::string h = ustar_header(name, size);
+  h[156] = type;
+  return resummed(h);
+}
+
+// DataError's message as what() has it.
+std::string data_error(const std::string& message) { return "data: " + message; }
+
+// A tar of (header, bytes) members, each padded, with the two end blocks.
+std::string tar_of(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string t;
+  for (const auto& [header, bytes] : members) t += header + bytes + std::string(tar_padding(bytes.size()), '\0');
+  return t + std::string(1024, '\0');
+}
+
+std::vector<TarMember> members_of(const std::string& tar) {
+  return list_tar_members(reinterpret_cast<const uint8_t*>(tar.data()), tar.size(), "t.tar");
+}
+
+TEST(TarMembers, ReadsUstarGnuLongNamesAndPaxPaths) {
+  const std::string long_name = std::string(150, 'd') + "/key.jpg";
+  const std::string pax = "27 path=dir/a.pax.name.jpg\n";  // 27 bytes, its own length included
+  const std::string tar = tar_of({{ustar_header("a.jpg", 5), "hello"},
+                                  {ustar_header("a.cls", 1), "3"},
+                                  {typed_header("folder/", 0, '5'), ""},
+                                  {typed_header("././@LongLink", long_name.size() + 1, 'L'), long_name + '\0'},
+                                  {ustar_header("ignored", 2), "ab"},
+                                  {typed_header("PaxHeaders/x", pax.size(), 'x'), pax},
+                                  {ustar_header("short", 600), std::string(600, 'p')}});
+  const auto m = members_of(tar);
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].name, "a.jpg");
+  EXPECT_EQ(m[0].offset, 512u);
+  EXPECT_EQ(tar.substr(m[0].offset, m[0].size), "hello");
+  EXPECT_EQ(m[2].name, long_name);
+  EXPECT_EQ(tar.substr(m[2].offset, m[2].size), "ab");
+  EXPECT_EQ(m[3].name, "dir/a.pax.name.jpg");
+  EXPECT_EQ(m[3].size, 600u);
+  const auto samples = group_samples(m);
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(samples[0].key, "a");
+  ASSERT_EQ(samples[0].members.size(), 2u);
+  EXPECT_EQ(samples[0].find("cls")->offset, 1536u);
+  EXPECT_EQ(samples[2].key, "dir/a");  // the key ends at the first dot after the last slash
+  EXPECT_EQ(samples[2].members[0].ext, "pax.name.jpg");
+  // The index written for them reads back the same, and says where every byte is.
+  const auto again = parse_shard_index(format_shard_index(samples), "t.idx", tar.size());
+  ASSERT_EQ(again.size(), samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    EXPECT_EQ(again[i].key, samples[i].key);
+    ASSERT_EQ(again[i].members.size(), samples[i].members.size());
+    for (size_t k = 0; k < samples[i].members.size(); ++k) {
+      EXPECT_EQ(again[i].members[k].ext, samples[i].members[k].ext);
+      EXPECT_EQ(again[i].members[k].offset, samples[i].members[k].offset);
+      EXPECT_EQ(again[i].members[k].size, samples[i].members[k].size);
+    }
+  }
+  // An archive without its end blocks ends at a header boundary, as Python's tarfile accepts.
+  EXPECT_EQ(members_of(tar.substr(0, 1024)).size(), 1u);
+}
+
+TEST(TarMembers, DamageIsAOneLineErrorNamingTheShardAndOffset) {
+  std::string tar = tar_of({{ustar_header("a.jpg", 5), "hello"}, {ustar_header("a.cls", 1), "3"}});
+  std::string flipped = tar;
+  flipped[1024 + 2] ^= 1;  // a byte of the second header's name
+  const unsigned stored = std::stoul(tar.substr(1024 + 148, 6), nullptr, 8);
+  EXPECT_EQ(error_of<DataError>([&] { members_of(flipped); }),
+            data_error("t.tar: tar header at offset 1024: checksum " + std::to_string(stored) +
+                       ", but the header sums to " + std::to_string(stored - 1) + " (not a tar file, or a damaged one)"));
+  EXPECT_EQ(error_of<DataError>([&] { members_of(tar.substr(0, 1024 + 300)); }),
+            data_error("t.tar: tar header at offset 1024: cut short (300 of 512 bytes)"));
+  EXPECT_EQ(error_of<DataError>([&] { members_of(tar.substr(0, 514)); }),
+            data_error("t.tar: tar header at offset 0: the member's 5 bytes run past the end of the file at 514 (a "
+                       "truncated shard)"));
+  std::string huge = ustar_header("a.jpg", 0);
+  huge[124] = static_cast<char>(0x80);  // GNU base 256: 2^64 - 1 bytes, which no shard holds
+  std::memset(&huge[125], 0xff, 11);
+  EXPECT_NE(error_of<DataError>([&] { members_of(resummed(huge) + std::string(1024, '\0')); })
+                .find("does not fit in 64 bits"),
+            std::string::npos);
+  std::memset(&huge[125], 0, 4);  // 2^56 - 1 bytes
+  EXPECT_NE(error_of<DataError>([&] { members_of(resummed(huge) + std::string(1024, '\0')); })
+                .find("run past the end of the file at 1536 (a truncated shard)"),
+            std::string::npos);
+  std::string bad_octal = ustar_header("a.jpg", 5);
+  bad_octal[126] = '9';
+  EXPECT_NE(error_of<DataError>([&] { members_of(resummed(bad_octal) + "hello" + std::string(1531, '\0')); })
+                .find("the size field is not an octal number"),
+            std::string::npos);
+  const std::string lying_pax = "99 path=x.jpg\n";
+  EXPECT_NE(error_of<DataError>([&] { members_of(tar_of({{typed_header("p", lying_pax.size(), 'x'), lying_pax}})); })
+                .find("pax record length 99 does not fit its data"),
+            std::string::npos);
+  EXPECT_EQ(error_of<DataError>([] { ustar_header(std::string(101, 'n'), 1); }),
+            data_error("tar member name \"" + std::string(101, 'n') + "\": must be 1 to 100 bytes in a ustar header"));
+}
+
+TEST(ShardIndex, ReadsDalisVersionsAndRefusesAnIndexThatIsNotTheShards) {
+  const auto v12 = parse_shard_index("v1.2 2\njpg 512 100 k/a.jpg cls 1024 1 k/a.cls\n\npng 1536 7 b.png\n", "s.idx", 2048);
+  ASSERT_EQ(v12.size(), 2u);
+  EXPECT_EQ(v12[0].key, "k/a");
+  EXPECT_EQ(v12[0].find("cls")->offset, 1024u);
+  EXPECT_EQ(v12[1].find("png")->size, 7u);
+  const auto v11 = parse_shard_index("v1.1 1\r\njpg 512 100 cls 1024 1\r\n", "s.idx", 0);
+  ASSERT_EQ(v11.size(), 1u);
+  EXPECT_EQ(v11[0].key, "#0");
+  const std::map<std::string, std::string> refused{
+      {"v2 1\n", "s.idx:1: expected \"v1.2 <samples>\" (DALI's webdataset index), got another first line"},
+      {"v1.2 99999999999\njpg 0 1 a.jpg\n", "s.idx:1: says 99999999999 samples, more than the file holds"},
+      {"v1.2 2\njpg 0 1 a.jpg\n", "s.idx: announces 2 samples but lists 1"},
+      {"v1.2 1\njpg 0 1 a.jpg\njpg 0 1 b.jpg\n", "s.idx:3: more sample lines than the 1 announced"},
+      {"v1.2 1\njpg 0 1\n", "s.idx:2: expected groups of 4 words (ext offset size name), got 3 words"},
+      {"v1.2 1\njpg -1 1 a.jpg\n", "s.idx:2: offset and size must be whole numbers, got \"-1\" and \"1\""},
+      {"v1.2 1\njpg 2000 100 a.jpg\n",
+       "s.idx:2: member .jpg at 2000 (100 bytes) runs past the shard's end at 2048 (the index is not this shard's)"},
+      {"v1.2 1\njpg 0 1 a.jpg jpg 5 1 a.jpg\n", "s.idx:2: member .jpg appears twice in one sample"},
+      {"v1.2 1\njpg 0 1 a.png\n", "s.idx:2: member name \"a.png\" does not end in .jpg"},
+      {"v1.2 1\njpg 0 1 a.jpg cls 1 1 b.cls\n", "s.idx:2: names of two samples (a, b) on one line"},
+  };
+  for (const auto& [text, message] : refused)
+    EXPECT_EQ(error_of<DataError>([&, t = text] { parse_shard_index(t, "s.idx", 2048); }), data_error(message)) << text;
+  EXPECT_EQ(shard_index_location("http://h/d.v/train-000001.tar"), "http://h/d.v/train-000001.idx");
+  EXPECT_EQ(shard_index_location("data/x.tar.gz"), "data/x.idx");
+}
+
+TEST(ShardList, BracePatternsListFilesAndFolders) {
+  EXPECT_EQ(expand_braces("a-{000..002}.tar"), (std::vector<std::string>{"a-000.tar", "a-001.tar", "a-002.tar"}));
+  EXPECT_EQ(expand_braces("{x,y}-{9..10}"), (std::vector<std::string>{"x-9", "x-10", "y-9", "y-10"}));
+  EXPECT_EQ(expand_braces("plain.tar"), std::vector<std::string>{"plain.tar"});
+  EXPECT_EQ(error_of<ConfigError>([] { expand_braces("a-{1..3"); }), "config: a-{1..3: a '{' without its '}'");
+  EXPECT_EQ(error_of<ConfigError>([] { expand_braces("a-{3..1}"); }), "config: a-{3..1}: the range {3..1} runs backwards");
+  EXPECT_EQ(error_of<ConfigError>([] { expand_braces("{0..999}{0..999}{0..9}"); }),
+            "config: {0..999}{0..999}{0..9}: stands for more than a million shards");
+  EXPECT_EQ(error_of<ConfigError>([] { expand_braces("{a..b}"); }),
+            "config: {a..b}: a brace range is two whole numbers, as {000000..000127}; got {a..b}");
+  EXPECT_EQ(shard_location("https://h/d/", "t-0.tar"), "https://h/d/t-0.tar");
+  EXPECT_EQ(shard_location("https://h/d", "t-0.tar"), "https://h/d/t-0.tar");
+  EXPECT_EQ(shard_location("/data", "https://other/t.tar"), "https://other/t.tar");
+  TempDir dir;
+  fs::create_directories(dir / "s");
+  for (const char* name : {"s/b.tar", "s/a.tar", "s/a.idx"}) testing::write_text(dir / name, "");
+  EXPECT_EQ(list_shards(dir.path().string(), "s"),
+            (std::vector<std::string>{(dir / "s/a.tar").generic_string(), (dir / "s/b.tar").generic_string()}));
+  testing::write_text(dir / "s/list.txt", "# mine\nb.tar\r\n\n/abs/c.tar\n");
+  EXPECT_EQ(list_shards(dir.path().string(), "s/list.txt"),
+            (std::vector<std::string>{(dir / "s/b.tar").generic_string(), "/abs/c.tar"}));
+  EXPECT_NE(error_of<DataError>([&] { list_shards(dir.path().string(), "none.txt"); }).find("cannot read the shard list"),
+            std::string::npos);
+}
+
+DataConfig shard_config(const fs::path& root) {
+  DataConfig d;
+  d.kind = DataKind::shards;
+  d.root = root.string();
+  d.augment.image_size = 24;
+  d.augment.eval_resize = 28;
+  return d;
+}
+
+// The folder's splits packed as `trainer shards make` packs them, 3 samples to a shard or so.
+void pack(const fs::path& folder, const fs::path& dest) {
+  DataConfig d = shard_config(folder);
+  ShardWriter writer(dest, 3 * 1536 + 2000);
+  for (const bool train : {true, false}) {
+    const auto split = open_image_folder(d, train, 0, 3, false);
+    writer.begin_split(train ? "train" : "val");
+    std::vector<uint8_t> bytes;
+    for (size_t i = 0; i < split->size(); ++i) {
+      split->read_encoded(i, bytes);
+      writer.add("k" + std::to_string(i), train && i % 2 ? "png" : "jpg", bytes, split->label(i));
+    }
+  }
+  writer.finish({"n0", "n1", "n2"});
+}
+
+// How many train shards pack() wrote.
+size_t train_shards(const fs::path& dest) {
+  size_t n = 0;
+  while (fs::exists(dest / ("train-00000" + std::to_string(n) + ".tar"))) ++n;
+  return n;
+}
+
+TEST(ShardSource, APackedFolderGivesTheFoldersSamplesPixelForPixel) {
+  TempDir dir;
+  testing::write_image_folder(dir / "folder");
+  pack(dir / "folder", dir / "shards");
+  for (const bool train : {true, false}) {
+    const auto folder = open_image_folder(shard_config(dir / "folder"), train, 0, 3);
+    const auto shards = open_shards(shard_config(dir / "shards"), train, 0, 3);
+    ASSERT_EQ(shards->size(), folder->size());
+    EXPECT_EQ(shards->class_names(), (std::vector<std::string>{"n0", "n1", "n2"}));
+    for (size_t i = 0; i < folder->size(); ++i) {
+      EXPECT_EQ(shards->label(i), folder->label(i));
+      const Sample a = folder->read(i, {7, 2}), b = shards->read(i, {7, 2});
+      EXPECT_EQ(cv::norm(a.image, b.image, cv::NORM_INF), 0) << i;
+    }
+  }
+  const size_t n = train_shards(dir / "shards");
+  EXPECT_GT(n, 2u);
+  const auto shards = open_shards(shard_config(dir / "shards"), true, 0, 3);
+  EXPECT_NE(shards->describe().find("(" + std::to_string(n) + " shards, 12 images, 3 classes; random resized crop 24"),
+            std::string::npos)
+      << shards->describe();
+  EXPECT_EQ(shards->sample_name(0), (dir / "shards/train-000000.tar").generic_string() + "#k0");
+  EXPECT_EQ(shards->sample_name(11),
+            (dir / ("shards/train-00000" + std::to_string(n - 1) + ".tar")).generic_string() + "#k11");
+}
+
+TEST(ShardSource, ALocalShardWithoutIndexIsReadAndIndexedAndLabelsComeFromMembers) {
+  TempDir dir;
+  testing::write_image_folder(dir / "folder");
+  pack(dir / "folder", dir / "shards");
+  const std::string idx = testing::read_text(dir / "shards/train-000001.idx");
+  fs::remove(dir / "shards/train-000001.idx");
+  fs::remove(dir / "shards/shards.json");  // labels from the .cls members, classes counted from them
+  DataConfig d = shard_config(dir / "shards");
+  d.shards.train = "train-{000000..00000" + std::to_string(train_shards(dir / "shards") - 1) + "}.tar";
+  const auto shards = open_shards(d, true, 0, 3);
+  ASSERT_EQ(shards->size(), 12u);
+  EXPECT_EQ(testing::read_text(dir / "shards/train-000001.idx"), idx);
+  EXPECT_EQ(shards->class_names(), (std::vector<std::string>{"0", "1", "2"}));
+  const auto folder = open_image_folder(shard_config(dir / "folder"), true, 0, 3);
+  for (size_t i = 0; i < folder->size(); ++i) EXPECT_EQ(shards->label(i), folder->label(i));
+  // model.num_classes 2 numbers the classes of shards without a summary: a sample of class 2 is outside them.
+  EXPECT_EQ(error_of<DataError>([&] { open_shards(d, true, 2, 3); }),
+            "data: " + (dir / "shards/train-000004.tar").generic_string() + "#k8: label 2 outside the 2 classes");
+}
+
+TEST(ShardSource, BadShardsAreOneLineErrorsNamingTheShardAndSample) {
+  TempDir dir;
+  testing::write_image_folder(dir / "folder");
+  pack(dir / "folder", dir / "shards");
+  DataConfig d = shard_config(dir / "shards");
+  const std::string shard = (dir / "shards/train-000000.tar").generic_string();
+  // An index that is not the shard's.
+  testing::write_text(dir / "shards/train-000000.idx", "v1.2 1\njpg 512 999999 k0.jpg cls 1024 1 k0.cls\n");
+  EXPECT_NE(error_of<DataError>([&] { open_shards(d, true, 0, 3); }).find("train-000000.idx:2: member .jpg at 512"),
+            std::string::npos);
+  // A sample without a label member, and one with a label out of range (no summary to take labels from).
+  fs::remove(dir / "shards/shards.json");
+  d.shards.train = "train-000000.tar";
+  testing::write_text(dir / "shards/train-000000.idx", "v1.2 1\njpg 512 100 k0.jpg\n");
+  EXPECT_EQ(error_of<DataError>([&] { open_shards(d, true, 0, 3); }),
+            "data: " + shard + "#k0: no .cls member for its label; the sample has .jpg");
+  const std::string tar = testing::read_text(dir / "shards/train-000000.tar");
+  const auto samples = group_samples(members_of(tar));
+  const uint64_t cls_at = samples[0].find("cls")->offset;
+  testing::write_text(dir / "shards/train-000000.idx",
+                      "v1.2 1\njpg 512 100 k0.jpg cls " + std::to_string(cls_at) + " 1 k0.cls\n");
+  EXPECT_EQ(error_of<DataError>([&] { open_shards(d, true, 5, 3); }).find("label"), std::string::npos);  // 0 < 5
+  d.shards.label = "json:label";
+  EXPECT_EQ(error_of<DataError>([&] { open_shards(d, true, 0, 3); }),
+            "data: " + shard + "#k0: no .json member for its label; the sample has .jpg, .cls");
+  d.shards.label = "cls";
+  testing::write_text(dir / "shards/train-000000.idx", "v1.2 1\ncls " + std::to_string(cls_at) + " 1 k0.cls\n");
+  EXPECT_EQ(error_of<DataError>([&] { open_shards(d, true, 0, 3); }),
+            "data: " + shard + "#k0: no image member (.jpg, .jpeg, .png, .webp, ...); the sample has .cls");
+  // A truncated shard without an index.
+  fs::remove(dir / "shards/train-000000.idx");
+  testing::write_text(dir / "shards/train-000000.tar", tar.substr(0, 700));
+  EXPECT_EQ(error_of<DataError>([&] { open_shards(d, true, 0, 3); }),
+            "data: " + shard + ": tar header at offset 0: the member's " + std::to_string(samples[0].members[0].size) +
+                " bytes run past the end of the file at 700 (a truncated shard)");
+  d.shards.train = "missing-{0..1}.tar";
+  EXPECT_NE(error_of<DataError>([&] { open_shards(d, true, 0, 3); }).find("missing-0.tar: cannot open the shard: "),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainer
