@@ -244,6 +244,20 @@ void restore_from_checkpoint(Session& s, const LoadedCheckpoint& resume) {
   }
   resume.restore_rng();
   s.state = m;  // its TrainState part
+  // A mid-epoch position counts batches of the saved data.batch_size; a resume with another (the global batch over
+  // another number of ranks, say) continues after the same images of the epoch's order, or says why it cannot.
+  const int64_t saved_batch = m.config.value("data", nlohmann::json::object()).value("batch_size", int64_t{0});
+  const int64_t batch = s.config.data.batch_size;
+  if (m.batch_in_epoch > 0 && saved_batch > 0 && saved_batch != batch) {
+    const int64_t images = m.batch_in_epoch * saved_batch;
+    if (images % batch != 0)
+      throw CheckpointError(resume.path().string() + " stopped after " + std::to_string(images) +
+                            " images of epoch " + std::to_string(m.epoch + 1) + " (" + std::to_string(m.batch_in_epoch) +
+                            " batches of " + std::to_string(saved_batch) + "); data.batch_size " +
+                            std::to_string(batch) + " does not divide them, so the epoch cannot continue where it " +
+                            "stopped: resume with a batch size that divides " + std::to_string(images));
+    s.state.batch_in_epoch = images / batch;
+  }
   s.logs.main->info("resumed from {}: {} epoch(s){}, {} step(s) done", resume.path().string(), s.state.epoch,
                     m.batch_in_epoch ? " and " + std::to_string(m.batch_in_epoch) + " batch(es)" : "", s.state.step);
 }

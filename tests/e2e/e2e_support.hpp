@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "support/fixtures.hpp"
 
 namespace trainer::testing {
@@ -47,6 +50,31 @@ struct SmallRun {
     config = dir / "config.json";
     write_text(config, c.dump(2));
   }
+};
+
+// tests/support/weights_server.py on a free loopback port, serving DIR/served; stopped with the object. `flags`:
+// the server's options (--cut-first N, --ignore-range, --cut-every K).
+class WeightsServer {
+ public:
+  WeightsServer(const fs::path& dir, const std::string& flags = "") : root_(dir / "served"), dir_(dir) {
+    fs::create_directories(root_);
+    const auto started = run_command(
+        std::string(TRAINER_PYTHON) + " " + TRAINER_SOURCE_DIR + "/tests/support/weights_server.py " + root_.string() +
+        " " + (dir / "port").string() + " " + log().string() + " " + flags + " > /dev/null 2>&1 & echo $!");
+    pid_ = started.output.substr(0, started.output.find('\n'));
+    for (int i = 0; i < 200 && !fs::exists(dir / "port"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    port_ = read_text(dir / "port");
+  }
+  ~WeightsServer() { run_command("kill " + pid_); }
+  const fs::path& root() const { return root_; }
+  fs::path log() const { return dir_ / "requests.log"; }
+  std::string requests() const { return fs::exists(log()) ? read_text(log()) : ""; }
+  std::string address(const std::string& path) const { return "http://127.0.0.1:" + port_ + "/" + path; }
+
+ private:
+  fs::path root_, dir_;
+  std::string pid_, port_;
 };
 
 }  // namespace trainer::testing

@@ -22,31 +22,8 @@ using testing::run_command;
 using testing::SmallRun;
 using testing::TempDir;
 using testing::trainer_cli;
+using testing::WeightsServer;
 namespace fs = std::filesystem;
-
-// tests/support/weights_server.py on a free loopback port, serving `root`; stopped with the object.
-class WeightsServer {
- public:
-  WeightsServer(const fs::path& dir, const std::string& flags = "") : root_(dir / "served"), dir_(dir) {
-    fs::create_directories(root_);
-    const auto started = run_command(
-        std::string(TRAINER_PYTHON) + " " + TRAINER_SOURCE_DIR + "/tests/support/weights_server.py " + root_.string() +
-        " " + (dir / "port").string() + " " + log().string() + " " + flags + " > /dev/null 2>&1 & echo $!");
-    pid_ = started.output.substr(0, started.output.find('\n'));
-    for (int i = 0; i < 200 && !fs::exists(dir / "port"); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    port_ = read_text(dir / "port");
-  }
-  ~WeightsServer() { run_command("kill " + pid_); }
-  const fs::path& root() const { return root_; }
-  fs::path log() const { return dir_ / "requests.log"; }
-  std::string requests() const { return fs::exists(log()) ? read_text(log()) : ""; }
-  std::string address(const std::string& path) const { return "http://127.0.0.1:" + port_ + "/" + path; }
-
- private:
-  fs::path root_, dir_;
-  std::string pid_, port_;
-};
 
 // The model the runs below train (resnet18 on 28x28 grey images), with ImageNet's 1000 classes: what a published
 // file of torchvision's holds, in this test's shapes.

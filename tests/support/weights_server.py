@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""A loopback file server for the weights download tests: serves ROOT on 127.0.0.1 at a free port, honours
-single-range "Range: bytes=N-" requests (206), and can cut its first whole-file answer short.
+"""A loopback file server for the weights download and remote shard tests: serves ROOT on 127.0.0.1 at a free port,
+one thread per connection, honours single-range requests ("Range: bytes=N-" and "bytes=N-M", 206, the connection
+kept open), and can cut its first whole-file answer short or every K-th range answer.
 
-  weights_server.py ROOT PORT_FILE LOG_FILE [--cut-first N] [--ignore-range]
+  weights_server.py ROOT PORT_FILE LOG_FILE [--cut-first N] [--ignore-range] [--cut-every K]
 
 PORT_FILE receives the port once the server listens; LOG_FILE gets one line per request:
 "GET /path range=<Range header or ->".
@@ -12,6 +13,7 @@ import http.server
 import os
 import re
 import socketserver
+import threading
 
 
 def main():
@@ -21,8 +23,11 @@ def main():
     parser.add_argument("log_file")
     parser.add_argument("--cut-first", type=int, default=-1, help="close the first whole-file answer after N bytes")
     parser.add_argument("--ignore-range", action="store_true", help="answer every request with the whole file (200)")
+    parser.add_argument("--cut-every", type=int, default=0,
+                        help="close every K-th range answer after half its bytes (a dropped connection)")
     args = parser.parse_args()
-    state = {"cut": args.cut_first}
+    state = {"cut": args.cut_first, "ranges": 0}
+    lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -32,15 +37,19 @@ def main():
 
         def do_GET(self):
             header = self.headers.get("Range")
-            with open(args.log_file, "a") as log:
+            with lock, open(args.log_file, "a") as log:
                 log.write("GET %s range=%s\n" % (self.path, header or "-"))
             path = os.path.join(args.root, self.path.lstrip("/").split("?")[0])
             if not os.path.isfile(path):
                 self.send_error(404)
                 return
             data = open(path, "rb").read()
-            match = re.fullmatch(r"bytes=(\d+)-", header or "") if not args.ignore_range else None
+            match = re.fullmatch(r"bytes=(\d+)-(\d*)", header or "") if not args.ignore_range else None
             start = int(match.group(1)) if match else 0
+            if match and match.group(2):
+                end = min(int(match.group(2)) + 1, len(data))
+                self.send_range(data, start, end)
+                return
             if match and start >= len(data):
                 self.send_response(416)
                 self.send_header("Content-Range", "bytes */%d" % len(data))
@@ -63,7 +72,31 @@ def main():
                 return
             self.wfile.write(body)
 
-    with socketserver.TCPServer(("127.0.0.1", 0), Handler) as server:
+        def send_range(self, data, start, end):
+            if start >= end:
+                self.send_response(416)
+                self.send_header("Content-Range", "bytes */%d" % len(data))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            with lock:
+                state["ranges"] += 1
+                cut = args.cut_every > 0 and state["ranges"] % args.cut_every == 0
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end - 1, len(data)))
+            self.send_header("Content-Length", str(end - start))
+            self.end_headers()
+            if cut:
+                self.wfile.write(data[start:start + (end - start) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(data[start:end])
+
+    class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+        daemon_threads = True
+
+    with Server(("127.0.0.1", 0), Handler) as server:
         with open(args.port_file + ".tmp", "w") as f:
             f.write(str(server.server_address[1]))
         os.replace(args.port_file + ".tmp", args.port_file)

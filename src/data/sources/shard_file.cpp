@@ -30,7 +30,7 @@ void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out) 
     try {
       http_read(location_, offset, size, out);
     } catch (const Error& e) {
-      throw DataError(std::string(e.what()) + " (shard " + location_ + ", offset " + std::to_string(offset) + ")");
+      throw DataError(e.message() + " (shard " + location_ + ", offset " + std::to_string(offset) + ")");
     }
     return;
   }
@@ -49,7 +49,7 @@ std::vector<IndexedSample> ShardFile::samples(bool write_index) const {
     try {
       http_read(index, 0, 0, text);
     } catch (const Error& e) {
-      throw DataError(std::string(e.what()) +
+      throw DataError(e.message() +
                       " (a remote shard is read through its index: `trainer shards make` and DALI's wds2idx write "
                       "one beside each shard)");
     }

@@ -91,7 +91,11 @@ std::vector<std::string> list_shards(const std::string& root, const std::string&
   if (ends_with(spec, ".txt")) {  // one shard per line, relative to the list's own folder or address
     std::vector<uint8_t> bytes;
     if (is_http_address(where)) {
-      http_read(where, 0, 0, bytes);
+      try {
+        http_read(where, 0, 0, bytes);
+      } catch (const Error& e) {
+        throw DataError(e.message() + " (the shard list)");
+      }
     } else if (const std::error_code read = read_file(where, bytes)) {
       throw DataError(where + ": cannot read the shard list: " + read.message());
     }

@@ -176,8 +176,8 @@ std::optional<ShardSummary> read_summary(const std::string& root) {
     try {
       http_read(where, 0, 0, bytes);
     } catch (const Error& e) {
-      if (std::string(e.what()).find("HTTP 404") != std::string::npos) return std::nullopt;
-      throw DataError(e.what());
+      if (e.message().find("answered HTTP 404") != std::string::npos) return std::nullopt;  // no summary
+      throw DataError(e.message());
     }
   } else {
     std::error_code ec;

@@ -1,0 +1,183 @@
+// WebDataset shards as a user meets them: `trainer shards make` packs the test folder (the same bytes every time),
+// `shards check` passes it and catches damage, and training on the shards, on disk or from a loopback HTTP server
+// that drops connections, ends with the folder run's weights bit for bit; a mid-epoch stop resumes exactly on one
+// process and on two; a shard that answers 404 is a counted bad sample, or past the limit a one-line error.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "e2e/e2e_support.hpp"
+#include "support/image_folder_fixture.hpp"
+#include "trainer/engine/resolve_config.hpp"
+#include "trainer/io/checkpoint.hpp"
+#include "trainer/models/factory.hpp"
+
+namespace trainer {
+namespace {
+
+using namespace trainer::testing;
+using nlohmann::json;
+
+// A checkpoint's parameters and buffers, by name.
+std::map<std::string, torch::Tensor> weights(const fs::path& checkpoint, const ImageShape& input) {
+  const LoadedCheckpoint ck(checkpoint);
+  auto model = build_model(resolve_config(ck.meta().config).model, input);
+  ck.restore_model(*model);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& p : model->named_parameters()) out[p.key()] = p.value();
+  for (const auto& b : model->named_buffers()) out[b.key()] = b.value();
+  return out;
+}
+
+void expect_same_weights(const fs::path& a, const fs::path& b, const ImageShape& input) {
+  const auto wa = weights(a, input), wb = weights(b, input);
+  ASSERT_EQ(wa.size(), wb.size());
+  for (const auto& [name, value] : wa) EXPECT_TRUE(torch::equal(value, wb.at(name))) << name << ": " << b;
+}
+
+// The folder, its shards (about 4 KB each, so a split spans several), and a config for each.
+struct ShardedFolder {
+  TempDir dir;
+  fs::path folder = dir / "imagenet", shards = dir / "shards";
+  explicit ShardedFolder(ImageFolderSpec spec = {}) {
+    write_image_folder(folder, spec);
+    const auto made = trainer_cli("shards make " + folder.string() + " " + shards.string() + " --shard-mb 0.004");
+    EXPECT_EQ(made.exit_code, 0) << made.output;
+  }
+  // small_folder_config with mnist_cnn on 28 px crops (a second a run); on the shards at `root` unless it is empty.
+  fs::path config(const std::string& name, const std::string& root, json overrides = json::object()) const {
+    json c = small_folder_config(folder);
+    c.merge_patch({{"data", {{"augment", {{"image_size", 28}}}}},
+                   {"model", {{"arch", "mnist_cnn"}, {"in_channels", 3}, {"stem", nullptr}}}});
+    if (!root.empty()) c["data"]["kind"] = "shards", c["data"]["root"] = root;
+    c.merge_patch(overrides);
+    write_text(dir / (name + ".json"), c.dump(2));
+    return dir / (name + ".json");
+  }
+};
+
+std::string bytes_of(const fs::path& p) { return read_text(p); }
+
+TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) {
+  ShardedFolder f;
+  // The same folder makes the same bytes.
+  ASSERT_EQ(trainer_cli("shards make " + f.folder.string() + " " + (f.dir / "again").string() + " --shard-mb 0.004")
+                .exit_code,
+            0);
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(f.shards)) {
+    ++files;
+    EXPECT_EQ(bytes_of(entry.path()), bytes_of(f.dir / "again" / entry.path().filename())) << entry.path();
+  }
+  EXPECT_GT(files, 7u);  // shards.json, and at least three shards with their indexes
+  const auto check = trainer_cli("shards check " + f.shards.string());
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_NE(check.output.find(" with problems, 18 samples in shards.json"), std::string::npos) << check.output;
+
+  const auto folder_run = trainer_cli("--config " + f.config("folder", "").string() + " -o " + (f.dir / "a").string());
+  ASSERT_EQ(folder_run.exit_code, 0) << folder_run.output;
+  const auto disk = trainer_cli("--config " + f.config("disk", f.shards.string()).string() + " -o " +
+                                (f.dir / "b").string());
+  ASSERT_EQ(disk.exit_code, 0) << disk.output;
+  EXPECT_NE(disk.output.find("shards, 12 images, 3 classes; random resized crop 28, flip, reduced JPEG decode)"),
+            std::string::npos)
+      << disk.output;
+  expect_same_weights(f.dir / "a" / "last.pt", f.dir / "b" / "last.pt", {28, 28, 3});
+
+  // Over HTTP, every fifth range answer cut halfway: the reads are retried and the run is the same.
+  WeightsServer server(f.dir.path(), "--cut-every 5");
+  fs::remove_all(server.root());
+  fs::copy(f.shards, server.root(), fs::copy_options::recursive);
+  const auto http = trainer_cli("--config " + f.config("http", server.address("")).string() + " -o " +
+                                (f.dir / "c").string());
+  ASSERT_EQ(http.exit_code, 0) << http.output;
+  expect_same_weights(f.dir / "a" / "last.pt", f.dir / "c" / "last.pt", {28, 28, 3});
+  // One request for the summary per split and one per index; then only ranges (image members, never a whole shard).
+  const std::string log = server.requests();
+  size_t ranges = 0, whole = 0;
+  for (size_t at = 0; (at = log.find("GET ", at)) != std::string::npos; ++at)
+    (log.compare(log.find("range=", at) + 6, 1, "-") == 0 ? whole : ranges) += 1;
+  EXPECT_EQ(whole, 2 + (files - 1) / 2) << log;
+  EXPECT_GE(ranges, 36u) << log;  // 12 train images x 2 epochs + 6 val x 2, and the retries of the cut ones
+  EXPECT_EQ(log.find(".tar range=-"), std::string::npos) << log;
+
+  // Damage `shards check` finds: a flipped byte in a header.
+  std::string tar = bytes_of(f.shards / "train-000001.tar");
+  tar[600] ^= 1;  // inside the first member's bytes: the tar still reads, the image's header does not
+  tar[512 * 0 + 3] ^= 1;  // the first header's name: its checksum no longer matches
+  write_text(f.shards / "train-000001.tar", tar);
+  const auto bad = trainer_cli("shards check " + f.shards.string());
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find((f.shards / "train-000001.tar").string() + ": tar header at offset 0: checksum "),
+            std::string::npos)
+      << bad.output;
+  EXPECT_NE(bad.output.find("1 with problems"), std::string::npos) << bad.output;
+}
+
+TEST(Shards, AMidEpochStopResumesExactlyOnOneProcessAndOnTwo) {
+  ShardedFolder f(ImageFolderSpec{3, 8, 2});
+  // mnist_cnn (no BatchNorm, no dropout): one process accumulating two micro-batches of 4 sums what two ranks of 4
+  // sum, in the same order (tests/e2e/distributed_test.cpp), so a run may continue on either.
+  const json o{{"run", {{"threads", 1}}},
+               {"data", {{"workers", 1}, {"batch_size", 4}}},
+               {"model", {{"dropout", 0}}},
+               {"train", {{"accumulate_steps", 2}}}};
+  const std::string config = "--config " + f.config("c", f.shards.string(), o).string();
+  const auto straight = trainer_cli(config + " -o " + (f.dir / "straight").string());
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  const auto stopped = trainer_cli(config + " -o " + (f.dir / "stopped").string() + " --stop-after-step 2");
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  EXPECT_EQ(LoadedCheckpoint(f.dir / "stopped" / "last.pt").meta().step, 2);  // of 3 in the first epoch
+  fs::copy(f.dir / "stopped", f.dir / "two", fs::copy_options::recursive);
+  // Another batch size continues after the same images when it divides them (16 here), else says why not.
+  const auto uneven = trainer_cli("--resume " + (f.dir / "two" / "last.pt").string() + " --set data.batch_size=6");
+  EXPECT_NE(uneven.exit_code, 0) << uneven.output;
+  EXPECT_NE(uneven.output.find("last.pt stopped after 16 images of epoch 1 (4 batches of 4); data.batch_size 6 does "
+                               "not divide them"),
+            std::string::npos)
+      << uneven.output;
+  const auto one = trainer_cli("--resume " + (f.dir / "stopped" / "last.pt").string());
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  expect_same_weights(f.dir / "straight" / "last.pt", f.dir / "stopped" / "last.pt", {28, 28, 3});
+  const auto two = trainer_cli("--resume " + (f.dir / "two" / "last.pt").string() +
+                               " --nproc-per-node 2 --set data.batch_size=8 --set train.accumulate_steps=1");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("data-parallel: rank 0 of 2"), std::string::npos) << two.output;
+  expect_same_weights(f.dir / "straight" / "last.pt", f.dir / "two" / "last.pt", {28, 28, 3});
+}
+
+TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {
+  ShardedFolder f;
+  WeightsServer server(f.dir.path());
+  fs::remove_all(server.root());
+  fs::copy(f.shards, server.root(), fs::copy_options::recursive);
+  fs::remove(server.root() / "train-000001.tar");  // its index is still there: the run opens, its reads fail
+  const std::string config =
+      "--config " + f.config("http", server.address(""), {{"train", {{"epochs", 1}}}}).string();
+  const auto stop = trainer_cli(config + " -o " + (f.dir / "stop").string());
+  EXPECT_EQ(stop.exit_code, 2) << stop.output;
+  EXPECT_NE(stop.output.find("data: "), std::string::npos) << stop.output;
+  EXPECT_NE(stop.output.find("train images could not be read, more than data.max_bad_fraction"), std::string::npos)
+      << stop.output;
+  const auto ok = trainer_cli(config + " -o " + (f.dir / "ok").string() + " --set data.max_bad_fraction=0.5");
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("train sample 1 skipped: " + server.address("train-000001.tar") + ": bytes "),
+            std::string::npos)
+      << ok.output;
+  EXPECT_NE(ok.output.find("epoch 1: 1 unreadable training image(s) replaced by others"), std::string::npos)
+      << ok.output;
+  EXPECT_NE(ok.output.find(": the server answered HTTP 404 (shard " + server.address("train-000001.tar") + ", offset "),
+            std::string::npos)
+      << ok.output;
+  // An index that answers 404: a one-line error before training, naming it.
+  fs::remove(server.root() / "train-000000.idx");
+  const auto no_index = trainer_cli(config + " -o " + (f.dir / "none").string());
+  EXPECT_EQ(no_index.exit_code, 2) << no_index.output;
+  EXPECT_NE(no_index.output.find("error: data: " + server.address("train-000000.idx") +
+                                 ": the whole file: the server answered HTTP 404 (a remote shard is read through its "
+                                 "index"),
+            std::string::npos)
+      << no_index.output;
+}
+
+}  // namespace
+}  // namespace trainer
