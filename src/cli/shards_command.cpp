@@ -15,6 +15,7 @@
 #include "trainer/data/sources/shard_list.hpp"
 #include "trainer/data/sources/shard_writer.hpp"
 #include "trainer/engine/progress.hpp"
+#include "trainer/platform/files.hpp"
 #include "trainer/platform/process.hpp"
 #include "trainer/util/clock.hpp"
 #include "trainer/util/error.hpp"
@@ -94,7 +95,10 @@ int run_shards_make(const ShardsArgs& a) {
 std::vector<std::string> check_shard(const std::string& location, const ShardEntry* entry) {
   std::vector<std::string> problems;
   const ShardFile file(location);
-  const std::vector<IndexedSample> from_tar = group_samples(list_tar_members(file.data(), file.size(), location));
+  MappedFile mapped;
+  if (const std::error_code ec = mapped.open(location)) throw DataError(location + ": cannot read: " + ec.message());
+  const std::vector<IndexedSample> from_tar = group_samples(
+      list_tar_members(reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size(), location));
   std::error_code ec;
   if (!fs::exists(fs::path(shard_index_location(location)), ec)) {
     problems.push_back(shard_index_location(location) + ": missing (a run writes it on its first read of the shard)");

@@ -59,6 +59,29 @@ std::error_code remove_file(const std::filesystem::path& path);
 // blocks the training run that replaces it.
 std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t>& bytes);
 
+// A file kept open for reads at any offset, from several threads at once (a WebDataset shard: one open for all its
+// samples). POSIX: pread(2). Windows: ReadFile with the offset in an OVERLAPPED, over a handle that shares read, write
+// and delete. Each read copies from the page cache once, as read() of a whole small file does, with no page
+// faults on a mapping.
+//   PositionalFile shard;
+//   if (auto ec = shard.open(path)) fail(ec);  ... shard.read_at(offset, size, buffer);
+class PositionalFile {
+ public:
+  PositionalFile() = default;
+  ~PositionalFile();
+  PositionalFile(const PositionalFile&) = delete;
+  PositionalFile& operator=(const PositionalFile&) = delete;
+
+  std::error_code open(const std::filesystem::path& path);
+  uint64_t size() const { return size_; }
+  // Exactly `size` bytes from `offset` (retrying short reads); the file ending first is an error (io_error).
+  std::error_code read_at(uint64_t offset, size_t size, uint8_t* out) const;
+
+ private:
+  intptr_t handle_ = -1;
+  uint64_t size_ = 0;
+};
+
 // A whole file mapped read-only into memory: its bytes are read from the disk as they are touched and count as
 // the page cache's, not this process's heap, so a checkpoint of any size can be checked and then loaded without
 // being held twice. POSIX: mmap(PROT_READ, MAP_PRIVATE); a file replaced by rename (as every writer here

@@ -1,6 +1,5 @@
 #include "trainer/data/sources/shard_file.hpp"
 
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -14,16 +13,12 @@ namespace fs = std::filesystem;
 
 ShardFile::ShardFile(std::string location) : location_(std::move(location)), remote_(is_http_address(location_)) {
   if (remote_) return;
-  mapped_ = std::make_unique<MappedFile>();
-  if (const std::error_code ec = mapped_->open(fs::path(location_)))
+  file_ = std::make_unique<PositionalFile>();
+  if (const std::error_code ec = file_->open(fs::path(location_)))
     throw DataError(location_ + ": cannot open the shard: " + ec.message());
 }
 
-const uint8_t* ShardFile::data() const {
-  return mapped_ ? reinterpret_cast<const uint8_t*>(mapped_->data()) : nullptr;
-}
-
-uint64_t ShardFile::size() const { return mapped_ ? mapped_->size() : 0; }
+uint64_t ShardFile::size() const { return file_ ? file_->size() : 0; }
 
 void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out) const {
   if (remote_) {
@@ -39,7 +34,9 @@ void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out) 
                     " bytes) is past the shard's end at " + std::to_string(this->size()) +
                     " (the shard changed after its index was read)");
   out.resize(size);
-  if (size) std::memcpy(out.data(), data() + offset, size);
+  if (const std::error_code ec = file_->read_at(offset, size, out.data()))
+    throw DataError(location_ + ": cannot read " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
+                    ": " + ec.message());
 }
 
 std::vector<IndexedSample> ShardFile::samples(bool write_index) const {
@@ -62,7 +59,11 @@ std::vector<IndexedSample> ShardFile::samples(bool write_index) const {
     return parse_shard_index(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), index,
                              size());
   }
-  std::vector<IndexedSample> samples = group_samples(list_tar_members(data(), size(), location_));
+  MappedFile mapped;
+  if (const std::error_code ec = mapped.open(fs::path(location_)))
+    throw DataError(location_ + ": cannot read the shard: " + ec.message());
+  std::vector<IndexedSample> samples = group_samples(
+      list_tar_members(reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size(), location_));
   if (write_index) {
     try {  // the index only saves the next run a read of the tar: a read-only folder is not an error
       write_text_atomically(fs::path(index), format_shard_index(samples));

@@ -106,6 +106,37 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
   return ec;
 }
 
+PositionalFile::~PositionalFile() {
+  if (handle_ >= 0) ::close(static_cast<int>(handle_));
+}
+
+std::error_code PositionalFile::open(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return last_error();
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    const std::error_code ec = S_ISREG(info.st_mode) ? last_error() : std::make_error_code(std::errc::invalid_argument);
+    ::close(fd);
+    return ec;
+  }
+  handle_ = fd;
+  size_ = static_cast<uint64_t>(info.st_size);
+  return {};
+}
+
+std::error_code PositionalFile::read_at(uint64_t offset, size_t size, uint8_t* out) const {
+  while (size > 0) {
+    const ssize_t n = ::pread(static_cast<int>(handle_), out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return last_error();
+    if (n == 0) return std::make_error_code(std::errc::io_error);  // the file ended first
+    out += n;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return {};
+}
+
 MappedFile::~MappedFile() {
   if (size_ > 0) ::munmap(const_cast<char*>(data_), size_);
 }

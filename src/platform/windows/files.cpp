@@ -128,6 +128,47 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
   return ec;
 }
 
+PositionalFile::~PositionalFile() {
+  if (handle_ != -1) CloseHandle(reinterpret_cast<HANDLE>(handle_));
+}
+
+std::error_code PositionalFile::open(const std::filesystem::path& path) {
+  const HANDLE h = CreateFileW(windows::long_path(path).c_str(), GENERIC_READ,
+                               FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                               FILE_ATTRIBUTE_NORMAL | FILE_FLAG_RANDOM_ACCESS, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return windows::last_error();
+  LARGE_INTEGER size{};
+  if (!GetFileSizeEx(h, &size)) {
+    const std::error_code ec = windows::last_error();
+    CloseHandle(h);
+    return ec;
+  }
+  handle_ = reinterpret_cast<intptr_t>(h);
+  size_ = static_cast<uint64_t>(size.QuadPart);
+  return {};
+}
+
+std::error_code PositionalFile::read_at(uint64_t offset, size_t size, uint8_t* out) const {
+  // On a handle opened without FILE_FLAG_OVERLAPPED, ReadFile with an OVERLAPPED reads at its offset and returns when
+  // done; each call names its own offset, so threads may read at once.
+  while (size > 0) {
+    OVERLAPPED at{};
+    at.Offset = static_cast<DWORD>(offset & 0xffffffffu);
+    at.OffsetHigh = static_cast<DWORD>(offset >> 32);
+    const DWORD want = static_cast<DWORD>(std::min<size_t>(size, 1u << 30));
+    DWORD got = 0;
+    if (!ReadFile(reinterpret_cast<HANDLE>(handle_), out, want, &got, &at)) {
+      if (GetLastError() == ERROR_HANDLE_EOF) return std::make_error_code(std::errc::io_error);
+      return windows::last_error();
+    }
+    if (got == 0) return std::make_error_code(std::errc::io_error);
+    out += got;
+    offset += got;
+    size -= got;
+  }
+  return {};
+}
+
 MappedFile::~MappedFile() {
   if (data_) UnmapViewOfFile(data_);
 }

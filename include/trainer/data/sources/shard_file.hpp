@@ -1,5 +1,6 @@
-// One WebDataset shard's bytes: a local file mapped read-only into memory (its pages come from the page cache as
-// they are touched, with no open() or read() per sample), or an http(s) address read by ranges.
+// One WebDataset shard's bytes: a local file kept open and read at offsets (one open for all its samples: a sample
+// costs one pread from the page cache, where a folder's image costs an open, a read and a close), or an http(s)
+// address read by ranges.
 //   ShardFile shard("data/train-000001.tar");
 //   for (const IndexedSample& s : shard.samples(/*write_index=*/true)) ...
 //   shard.read(member.offset, member.size, bytes);
@@ -17,13 +18,12 @@ namespace trainer {
 
 class ShardFile {
  public:
-  // Maps a local shard (DataError naming it when it cannot be opened); an address is not fetched yet.
+  // Opens a local shard (DataError naming it when it cannot be); an address is not fetched yet.
   explicit ShardFile(std::string location);
 
   const std::string& location() const { return location_; }
   bool remote() const { return remote_; }
-  // A local shard's bytes and size; null and 0 for an address.
-  const uint8_t* data() const;
+  // A local shard's size; 0 for an address.
   uint64_t size() const;
 
   // `size` bytes from `offset` into `out`. Throws DataError naming the shard and the offset (past the end of a local
@@ -31,14 +31,14 @@ class ShardFile {
   void read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out) const;
 
   // The samples, from the shard's index (shard_index_location) when it has one, else from its tar headers (a local
-  // shard only: an address without an index is refused, naming the index). `write_index`: a local index made from
+  // shard only, mapped for the one pass: an address without an index is refused, naming the index). `write_index`: a local index made from
   // the tar is written beside the shard, when the folder lets it. Throws DataError naming the shard or its index.
   std::vector<IndexedSample> samples(bool write_index) const;
 
  private:
   std::string location_;
   bool remote_ = false;
-  std::unique_ptr<MappedFile> mapped_;
+  std::unique_ptr<PositionalFile> file_;
 };
 
 }  // namespace trainer
