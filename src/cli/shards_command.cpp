@@ -68,6 +68,12 @@ int run_shards_make(const ShardsArgs& a) {
   if (!(a.shard_mb > 0)) throw UsageError("--shard-mb: expected a size in MB > 0");
   std::error_code ec;
   if (!fs::is_directory(a.source, ec)) throw DataError(a.source + ": no such folder");
+  // Shards of an earlier pack left beside the new ones would be read by a folder or pattern spec.
+  if (fs::is_directory(a.dest, ec))
+    for (const auto& entry : fs::directory_iterator(a.dest, ec))
+      if (entry.path().extension() == ".tar" || entry.path().filename() == kShardSummaryName)
+        throw UsageError(a.dest + " already holds shards (" + entry.path().filename().string() +
+                         "): remove them, or pack into another folder");
   DataConfig data;
   data.root = a.source;
   const bool imagenet_layout = fs::is_directory(fs::path(a.source) / data.train_dir, ec);

@@ -69,6 +69,10 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
     EXPECT_EQ(bytes_of(entry.path()), bytes_of(f.dir / "again" / entry.path().filename())) << entry.path();
   }
   EXPECT_GT(files, 7u);  // shards.json, and at least three shards with their indexes
+  const auto over = trainer_cli("shards make " + f.folder.string() + " " + f.shards.string());
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_NE(over.output.find("error: usage: " + f.shards.string() + " already holds shards ("), std::string::npos)
+      << over.output;
   const auto check = trainer_cli("shards check " + f.shards.string());
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_NE(check.output.find(" with problems, 18 samples in shards.json"), std::string::npos) << check.output;
@@ -99,6 +103,11 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
   EXPECT_EQ(whole, 2 + (files - 1) / 2) << log;
   EXPECT_GE(ranges, 36u) << log;  // 12 train images x 2 epochs + 6 val x 2, and the retries of the cut ones
   EXPECT_EQ(log.find(".tar range=-"), std::string::npos) << log;
+  // doctor opens the shards (every index read), times their reads as it times a disk, and decodes a sample.
+  const auto doctor = trainer_cli("doctor --config " + (f.dir / "http.json").string() + " -o " + (f.dir / "d").string());
+  EXPECT_EQ(doctor.exit_code, 0) << doctor.output;
+  EXPECT_NE(doctor.output.find("read 12 files in "), std::string::npos) << doctor.output;
+  EXPECT_NE(doctor.output.find("12/12 sampled images read"), std::string::npos) << doctor.output;
 
   // Damage `shards check` finds: a flipped byte in a header.
   std::string tar = bytes_of(f.shards / "train-000001.tar");

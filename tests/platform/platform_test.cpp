@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -165,6 +166,39 @@ TEST(PlatformFiles, AMappedFileHoldsItsBytes) {
   OutputFile first, second;
   ASSERT_FALSE(first.create(dir / ".x.tmp1"));
   EXPECT_TRUE(second.create(dir / ".x.tmp1"));
+}
+
+// A shard is read at offsets from several threads through one open file; a read past its end is an error, and the
+// file may be replaced while it is open (Windows: the handle shares delete).
+TEST(PlatformFiles, APositionalFileReadsAtAnyOffsetFromManyThreads) {
+  TempFolder dir;
+  const fs::path file = dir / fs::u8path(u8"分片 000000.tar");
+  std::string bytes;
+  for (int i = 0; i < 70000; ++i) bytes += static_cast<char>('a' + i % 26);
+  write_text(file, bytes);
+  PositionalFile shard;
+  ASSERT_FALSE(shard.open(file));
+  EXPECT_EQ(shard.size(), bytes.size());
+  std::vector<std::thread> readers;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    readers.emplace_back([&, t] {
+      std::vector<uint8_t> out(1000);
+      for (size_t offset = 997 * t; offset + out.size() <= bytes.size(); offset += 4001) {
+        if (shard.read_at(offset, out.size(), out.data()) ||
+            std::string(out.begin(), out.end()) != bytes.substr(offset, out.size()))
+          ++wrong;
+      }
+    });
+  for (auto& r : readers) r.join();
+  EXPECT_EQ(wrong, 0);
+  std::vector<uint8_t> out(10);
+  EXPECT_TRUE(shard.read_at(bytes.size() - 5, out.size(), out.data()));  // the file ends first
+  EXPECT_FALSE(shard.read_at(bytes.size() - 10, out.size(), out.data()));
+  write_text(dir / "new", "replacement");
+  EXPECT_FALSE(replace_file(dir / "new", file));
+  PositionalFile missing;
+  EXPECT_TRUE(missing.open(dir / "missing"));
 }
 
 TEST(PlatformFiles, TheHomeFolderIsAnExistingFolder) {

@@ -2,8 +2,8 @@
 // shard's index (DALI's .idx beside the shard; a local shard without one is read once and its index written), so
 // every sample has an address: the loader's epoch order, ranks, resume and bad-sample rules are the folder's, and
 // shards packed from a folder by `trainer shards make` give the same samples in the same order, pixel for pixel.
-// Local shards are mapped into memory (no open() per sample); remote ones are read a member at a time with HTTP
-// range requests (http_range.hpp), which fetch the image's bytes and nothing else.
+// Local shards stay open and an image is one positional read (no open() per sample); remote ones are read a member
+// at a time with HTTP range requests (http_range.hpp), which fetch the image's bytes and nothing else.
 //   auto train = open_shards(config.data, /*train=*/true, config.model.num_classes, config.model.in_channels);
 #pragma once
 
