@@ -61,8 +61,8 @@ std::error_code read_file(const std::filesystem::path& path, std::vector<uint8_t
 
 // A file kept open for reads at any offset, from several threads at once (a WebDataset shard: one open for all its
 // samples). POSIX: pread(2). Windows: ReadFile with the offset in an OVERLAPPED, over a handle that shares read, write
-// and delete. Each read copies from the page cache once, as read() of a whole small file does, with no page
-// faults on a mapping.
+// and delete (still, Windows refuses to replace a file while it is open). Each read copies from the page cache once,
+// as read() of a whole small file does, with no page faults on a mapping.
 //   PositionalFile shard;
 //   if (auto ec = shard.open(path)) fail(ec);  ... shard.read_at(offset, size, buffer);
 class PositionalFile {
