@@ -145,7 +145,7 @@ TEST(ConfigSchema, CoversEveryKeyWithTypeDefaultRangeAndChoices) {
   EXPECT_EQ(optim["momentum"]["minimum"], 0.0);
   EXPECT_EQ(optim["name"]["enum"], (nlohmann::json{"sgd", "adamw"}));
   EXPECT_EQ(schema["properties"]["data"]["properties"]["kind"]["enum"],
-            (nlohmann::json{"mnist", "imagenet", "synthetic"}));
+            (nlohmann::json{"mnist", "imagenet", "synthetic", "shards"}));
 }
 
 }  // namespace
