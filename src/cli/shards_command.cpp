@@ -103,8 +103,8 @@ std::vector<std::string> check_shard(const std::string& location, const ShardEnt
   const ShardFile file(location);
   MappedFile mapped;
   if (const std::error_code ec = mapped.open(location)) throw DataError(location + ": cannot read: " + ec.message());
-  const std::vector<IndexedSample> from_tar = group_samples(
-      list_tar_members(reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size(), location));
+  const std::vector<IndexedSample> from_tar =
+      group_samples(list_tar_members(reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size(), location));
   std::error_code ec;
   if (!fs::exists(fs::path(shard_index_location(location)), ec)) {
     problems.push_back(shard_index_location(location) + ": missing (a run writes it on its first read of the shard)");
@@ -188,8 +188,9 @@ void add_shards_command(CLI::App& app, Commands& commands) {
   cmd->require_subcommand(1);
   auto args = std::make_shared<ShardsArgs>();
   CLI::App* make = cmd->add_subcommand(
-      "make", "pack SRC (train/<class>/* with val/, or <class>/*) into DEST/train-*.tar, val-*.tar, their .idx "
-              "files and shards.json; the same folder always makes the same bytes");
+      "make",
+      "pack SRC (train/<class>/* with val/, or <class>/*) into DEST/train-*.tar, val-*.tar, their .idx "
+      "files and shards.json; the same folder always makes the same bytes");
   make->add_option("src", args->source, "the image folder")->required();
   make->add_option("dest", args->dest, "the folder to write the shards to")->required();
   make->add_option("--shard-mb", args->shard_mb, "about this many MB per shard (default 256)");

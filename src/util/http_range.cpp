@@ -65,8 +65,8 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 }
 
 // One request. Returns "" on success, else why it failed; `final` is set when retrying cannot help.
-std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size,
-                         std::vector<uint8_t>& out, const HttpOptions& options, bool& final) {
+std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
+                         const HttpOptions& options, bool& final) {
   out.clear();
   Body body{&out, size == 0 ? options.max_bytes : size, false};
   curl_easy_reset(curl);

@@ -79,8 +79,8 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
 
   const auto folder_run = trainer_cli("--config " + f.config("folder", "").string() + " -o " + (f.dir / "a").string());
   ASSERT_EQ(folder_run.exit_code, 0) << folder_run.output;
-  const auto disk = trainer_cli("--config " + f.config("disk", f.shards.string()).string() + " -o " +
-                                (f.dir / "b").string());
+  const auto disk =
+      trainer_cli("--config " + f.config("disk", f.shards.string()).string() + " -o " + (f.dir / "b").string());
   ASSERT_EQ(disk.exit_code, 0) << disk.output;
   EXPECT_NE(disk.output.find("shards, 12 images, 3 classes; random resized crop 28, flip, reduced JPEG decode)"),
             std::string::npos)
@@ -91,8 +91,8 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
   WeightsServer server(f.dir.path(), "--cut-every 5");
   fs::remove_all(server.root());
   fs::copy(f.shards, server.root(), fs::copy_options::recursive);
-  const auto http = trainer_cli("--config " + f.config("http", server.address("")).string() + " -o " +
-                                (f.dir / "c").string());
+  const auto http =
+      trainer_cli("--config " + f.config("http", server.address("")).string() + " -o " + (f.dir / "c").string());
   ASSERT_EQ(http.exit_code, 0) << http.output;
   expect_same_weights(f.dir / "a" / "last.pt", f.dir / "c" / "last.pt", {28, 28, 3});
   // One request for the summary per split and one per index; then only ranges (image members, never a whole shard).
@@ -104,14 +104,15 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
   EXPECT_GE(ranges, 36u) << log;  // 12 train images x 2 epochs + 6 val x 2, and the retries of the cut ones
   EXPECT_EQ(log.find(".tar range=-"), std::string::npos) << log;
   // doctor opens the shards (every index read), times their reads as it times a disk, and decodes a sample.
-  const auto doctor = trainer_cli("doctor --config " + (f.dir / "http.json").string() + " -o " + (f.dir / "d").string());
+  const auto doctor =
+      trainer_cli("doctor --config " + (f.dir / "http.json").string() + " -o " + (f.dir / "d").string());
   EXPECT_EQ(doctor.exit_code, 0) << doctor.output;
   EXPECT_NE(doctor.output.find("read 12 files in "), std::string::npos) << doctor.output;
   EXPECT_NE(doctor.output.find("12/12 sampled images read"), std::string::npos) << doctor.output;
 
   // Damage `shards check` finds: a flipped byte in a header.
   std::string tar = bytes_of(f.shards / "train-000001.tar");
-  tar[600] ^= 1;  // inside the first member's bytes: the tar still reads, the image's header does not
+  tar[600] ^= 1;          // inside the first member's bytes: the tar still reads, the image's header does not
   tar[512 * 0 + 3] ^= 1;  // the first header's name: its checksum no longer matches
   write_text(f.shards / "train-000001.tar", tar);
   const auto bad = trainer_cli("shards check " + f.shards.string());
@@ -160,8 +161,7 @@ TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {
   fs::remove_all(server.root());
   fs::copy(f.shards, server.root(), fs::copy_options::recursive);
   fs::remove(server.root() / "train-000001.tar");  // its index is still there: the run opens, its reads fail
-  const std::string config =
-      "--config " + f.config("http", server.address(""), {{"train", {{"epochs", 1}}}}).string();
+  const std::string config = "--config " + f.config("http", server.address(""), {{"train", {{"epochs", 1}}}}).string();
   const auto stop = trainer_cli(config + " -o " + (f.dir / "stop").string());
   EXPECT_EQ(stop.exit_code, 2) << stop.output;
   EXPECT_NE(stop.output.find("data: "), std::string::npos) << stop.output;

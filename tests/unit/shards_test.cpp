@@ -99,9 +99,10 @@ TEST(TarMembers, DamageIsAOneLineErrorNamingTheShardAndOffset) {
   std::string flipped = tar;
   flipped[1024 + 2] ^= 1;  // a byte of the second header's name
   const unsigned stored = std::stoul(tar.substr(1024 + 148, 6), nullptr, 8);
-  EXPECT_EQ(error_of<DataError>([&] { members_of(flipped); }),
-            data_error("t.tar: tar header at offset 1024: checksum " + std::to_string(stored) +
-                       ", but the header sums to " + std::to_string(stored - 1) + " (not a tar file, or a damaged one)"));
+  EXPECT_EQ(
+      error_of<DataError>([&] { members_of(flipped); }),
+      data_error("t.tar: tar header at offset 1024: checksum " + std::to_string(stored) + ", but the header sums to " +
+                 std::to_string(stored - 1) + " (not a tar file, or a damaged one)"));
   EXPECT_EQ(error_of<DataError>([&] { members_of(tar.substr(0, 1024 + 300)); }),
             data_error("t.tar: tar header at offset 1024: cut short (300 of 512 bytes)"));
   EXPECT_EQ(error_of<DataError>([&] { members_of(tar.substr(0, 514)); }),
@@ -110,28 +111,33 @@ TEST(TarMembers, DamageIsAOneLineErrorNamingTheShardAndOffset) {
   std::string huge = ustar_header("a.jpg", 0);
   huge[124] = static_cast<char>(0x80);  // GNU base 256: 2^64 - 1 bytes, which no shard holds
   std::memset(&huge[125], 0xff, 11);
-  EXPECT_NE(error_of<DataError>([&] { members_of(resummed(huge) + std::string(1024, '\0')); })
-                .find("does not fit in 64 bits"),
+  EXPECT_NE(error_of<DataError>([&] {
+              members_of(resummed(huge) + std::string(1024, '\0'));
+            }).find("does not fit in 64 bits"),
             std::string::npos);
   std::memset(&huge[125], 0, 4);  // 2^56 - 1 bytes
-  EXPECT_NE(error_of<DataError>([&] { members_of(resummed(huge) + std::string(1024, '\0')); })
-                .find("run past the end of the file at 1536 (a truncated shard)"),
+  EXPECT_NE(error_of<DataError>([&] {
+              members_of(resummed(huge) + std::string(1024, '\0'));
+            }).find("run past the end of the file at 1536 (a truncated shard)"),
             std::string::npos);
   std::string bad_octal = ustar_header("a.jpg", 5);
   bad_octal[126] = '9';
-  EXPECT_NE(error_of<DataError>([&] { members_of(resummed(bad_octal) + "hello" + std::string(1531, '\0')); })
-                .find("the size field is not an octal number"),
+  EXPECT_NE(error_of<DataError>([&] {
+              members_of(resummed(bad_octal) + "hello" + std::string(1531, '\0'));
+            }).find("the size field is not an octal number"),
             std::string::npos);
   const std::string lying_pax = "99 path=x.jpg\n";
-  EXPECT_NE(error_of<DataError>([&] { members_of(tar_of({{typed_header("p", lying_pax.size(), 'x'), lying_pax}})); })
-                .find("pax record length 99 does not fit its data"),
+  EXPECT_NE(error_of<DataError>([&] {
+              members_of(tar_of({{typed_header("p", lying_pax.size(), 'x'), lying_pax}}));
+            }).find("pax record length 99 does not fit its data"),
             std::string::npos);
   EXPECT_EQ(error_of<DataError>([] { ustar_header(std::string(101, 'n'), 1); }),
             data_error("tar member name \"" + std::string(101, 'n') + "\": must be 1 to 100 bytes in a ustar header"));
 }
 
 TEST(ShardIndex, ReadsDalisVersionsAndRefusesAnIndexThatIsNotTheShards) {
-  const auto v12 = parse_shard_index("v1.2 2\njpg 512 100 k/a.jpg cls 1024 1 k/a.cls\n\npng 1536 7 b.png\n", "s.idx", 2048);
+  const auto v12 =
+      parse_shard_index("v1.2 2\njpg 512 100 k/a.jpg cls 1024 1 k/a.cls\n\npng 1536 7 b.png\n", "s.idx", 2048);
   ASSERT_EQ(v12.size(), 2u);
   EXPECT_EQ(v12[0].key, "k/a");
   EXPECT_EQ(v12[0].find("cls")->offset, 1024u);
@@ -163,7 +169,8 @@ TEST(ShardList, BracePatternsListFilesAndFolders) {
   EXPECT_EQ(expand_braces("{x,y}-{9..10}"), (std::vector<std::string>{"x-9", "x-10", "y-9", "y-10"}));
   EXPECT_EQ(expand_braces("plain.tar"), std::vector<std::string>{"plain.tar"});
   EXPECT_EQ(error_of<ConfigError>([] { expand_braces("a-{1..3"); }), "config: a-{1..3: a '{' without its '}'");
-  EXPECT_EQ(error_of<ConfigError>([] { expand_braces("a-{3..1}"); }), "config: a-{3..1}: the range {3..1} runs backwards");
+  EXPECT_EQ(error_of<ConfigError>([] { expand_braces("a-{3..1}"); }),
+            "config: a-{3..1}: the range {3..1} runs backwards");
   EXPECT_EQ(error_of<ConfigError>([] { expand_braces("{0..999}{0..999}{0..9}"); }),
             "config: {0..999}{0..999}{0..9}: stands for more than a million shards");
   EXPECT_EQ(error_of<ConfigError>([] { expand_braces("{a..b}"); }),
@@ -179,8 +186,9 @@ TEST(ShardList, BracePatternsListFilesAndFolders) {
   testing::write_text(dir / "s/list.txt", "# mine\nb.tar\r\n\n/abs/c.tar\n");
   EXPECT_EQ(list_shards(dir.path().string(), "s/list.txt"),
             (std::vector<std::string>{(dir / "s/b.tar").generic_string(), "/abs/c.tar"}));
-  EXPECT_NE(error_of<DataError>([&] { list_shards(dir.path().string(), "none.txt"); }).find("cannot read the shard list"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of<DataError>([&] { list_shards(dir.path().string(), "none.txt"); }).find("cannot read the shard list"),
+      std::string::npos);
 }
 
 DataConfig shard_config(const fs::path& root) {
@@ -290,6 +298,15 @@ TEST(ShardSource, BadShardsAreOneLineErrorsNamingTheShardAndSample) {
   testing::write_text(dir / "shards/train-000000.idx", "v1.2 1\ncls " + std::to_string(cls_at) + " 1 k0.cls\n");
   EXPECT_EQ(error_of<DataError>([&] { open_shards(d, true, 0, 3); }),
             "data: " + shard + "#k0: no image member (.jpg, .jpeg, .png, .webp, ...); the sample has .cls");
+  // An image member larger than any image (an index is checked against a local shard's size first; a remote one's
+  // is not, so the cap is what stops it): here a shard made large enough, sparse.
+  testing::write_text(dir / "shards/train-000000.idx", "v1.2 1\njpg 512 600000000 k0.jpg cls 1024 1 k0.cls\n");
+  fs::resize_file(dir / "shards/train-000000.tar", 600001024);
+  EXPECT_EQ(error_of<DataError>([&] { open_shards(d, true, 0, 3); }),
+            "data: " + shard +
+                "#k0: an image member of 600000000 bytes (more than 512 MiB, larger than any image the "
+                "decoders take)");
+  fs::resize_file(dir / "shards/train-000000.tar", tar.size());
   // A truncated shard without an index.
   fs::remove(dir / "shards/train-000000.idx");
   testing::write_text(dir / "shards/train-000000.tar", tar.substr(0, 700));

@@ -17,7 +17,7 @@ struct HttpOptions {
   int attempts = 5;            // tries in all before giving up
   double first_wait_s = 0.25;  // the wait after the first failure; doubled after each further one
   int64_t connect_timeout_s = 15;
-  int64_t stall_timeout_s = 30;  // a connection that delivers nothing for this long is dropped
+  int64_t stall_timeout_s = 30;            // a connection that delivers nothing for this long is dropped
   uint64_t max_bytes = uint64_t{1} << 30;  // a whole-file answer larger than this is refused
 };
 

@@ -42,8 +42,9 @@ void check_shards(const Config& c) {
   if (label != "cls" && (label.rfind("json:", 0) != 0 || label.size() == 5))
     throw ConfigError("data.shards.label: expected \"cls\" or \"json:FIELD\", got \"" + label + "\"");
   if (c.data.val_fraction > 0)
-    throw ConfigError("data.val_fraction: holds out images of a class-folder set; shards have their own val split "
-                      "(trainer shards make packs one)");
+    throw ConfigError(
+        "data.val_fraction: holds out images of a class-folder set; shards have their own val split "
+        "(trainer shards make packs one)");
 }
 
 std::shared_ptr<const ImageSource> open_shard_split(const Config& c, Split split) {

@@ -1,7 +1,7 @@
 #include "trainer/data/sources/folder_source.hpp"
 
-#include "trainer/data/pixels/image_decode.hpp"
 #include "trainer/data/pixels/encoded_image.hpp"
+#include "trainer/data/pixels/image_decode.hpp"
 #include "trainer/data/sources/encoded_sample.hpp"
 #include "trainer/data/sources/holdout_split.hpp"
 #include "trainer/util/clock.hpp"

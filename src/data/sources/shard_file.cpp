@@ -60,14 +60,13 @@ std::vector<IndexedSample> ShardFile::samples(bool write_index) const {
   if (fs::exists(fs::path(index), ec)) {
     if (const std::error_code read = read_file(fs::path(index), text))
       throw DataError(index + ": cannot read the shard's index: " + read.message());
-    return parse_shard_index(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), index,
-                             size());
+    return parse_shard_index(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), index, size());
   }
   MappedFile mapped;
   if (const std::error_code ec = mapped.open(fs::path(location_)))
     throw DataError(location_ + ": cannot read the shard: " + ec.message());
-  std::vector<IndexedSample> samples = group_samples(
-      list_tar_members(reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size(), location_));
+  std::vector<IndexedSample> samples =
+      group_samples(list_tar_members(reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size(), location_));
   if (write_index) {
     try {  // the index only saves the next run a read of the tar: a read-only folder is not an error
       write_text_atomically(fs::path(index), format_shard_index(samples));

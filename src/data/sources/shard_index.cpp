@@ -98,7 +98,8 @@ std::vector<IndexedSample> parse_shard_index(std::string_view text, const std::s
       if (per_member == 4) {
         if (!split_name(std::string(words[w + 3]), key, ext) || ext != m.ext)
           throw fail("member name \"" + std::string(words[w + 3]) + "\" does not end in ." + m.ext);
-        if (w > 0 && key != sample.key) throw fail("names of two samples (" + sample.key + ", " + key + ") on one line");
+        if (w > 0 && key != sample.key)
+          throw fail("names of two samples (" + sample.key + ", " + key + ") on one line");
       }
       sample.key = key;
       sample.members.push_back(std::move(m));
@@ -106,7 +107,8 @@ std::vector<IndexedSample> parse_shard_index(std::string_view text, const std::s
     samples.push_back(std::move(sample));
   }
   if (samples.size() != count)
-    throw DataError(where + ": announces " + std::to_string(count) + " samples but lists " + std::to_string(samples.size()));
+    throw DataError(where + ": announces " + std::to_string(count) + " samples but lists " +
+                    std::to_string(samples.size()));
   return samples;
 }
 

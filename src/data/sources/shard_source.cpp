@@ -67,6 +67,8 @@ std::string ShardSource::describe() const {
 
 namespace {
 
+constexpr uint64_t kMostImageBytes = uint64_t{512} << 20;
+
 // What one shard contributes, gathered on the opening threads.
 struct ShardSamples {
   std::shared_ptr<const ShardFile> file;
@@ -129,7 +131,11 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
     const IndexedMember* image = image_member(s);
     if (!image)
       throw DataError(where + ": no image member (.jpg, .jpeg, .png, .webp, ...); the sample has " + member_list(s));
-    if (image->size > UINT32_MAX) throw DataError(where + ": an image of " + std::to_string(image->size) + " bytes");
+    // A remote index is not checked against its shard's size: a member past any photo's size is refused here, so a
+    // hostile index cannot have a worker hold gigabytes for one image.
+    if (image->size > kMostImageBytes)
+      throw DataError(where + ": an image member of " + std::to_string(image->size) + " bytes (more than " +
+                      std::to_string(kMostImageBytes >> 20) + " MiB, larger than any image the decoders take)");
     out.images.push_back({image->offset, static_cast<uint32_t>(image->size), shard_no});
     out.keys.push_back(s.key);
     if (labels_known) {
@@ -137,8 +143,10 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
       continue;
     }
     const IndexedMember* label = s.find(label_ext);
-    if (!label) throw DataError(where + ": no ." + label_ext + " member for its label; the sample has " + member_list(s));
-    if (label->size > 4096) throw DataError(where + ": a ." + label_ext + " member of " + std::to_string(label->size) + " bytes");
+    if (!label)
+      throw DataError(where + ": no ." + label_ext + " member for its label; the sample has " + member_list(s));
+    if (label->size > 4096)
+      throw DataError(where + ": a ." + label_ext + " member of " + std::to_string(label->size) + " bytes");
     out.file->read(label->offset, label->size, bytes);
     out.labels.push_back(parse_label(bytes, label_key, where));
   }

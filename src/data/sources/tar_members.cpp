@@ -162,7 +162,10 @@ std::string ustar_header(const std::string& name, uint64_t size) {
   octal(124, 12, size);
   octal(136, 12, 0);
   h[156] = '0';
-  std::memcpy(&h[257], "ustar\0" "00", 8);
+  std::memcpy(&h[257],
+              "ustar\0"
+              "00",
+              8);
   std::memset(&h[148], ' ', 8);
   uint64_t sum = 0;
   for (char c : h) sum += static_cast<uint8_t>(c);

@@ -31,8 +31,9 @@ class ShardFile {
   void read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out) const;
 
   // The samples, from the shard's index (shard_index_location) when it has one, else from its tar headers (a local
-  // shard only, mapped for the one pass: an address without an index is refused, naming the index). `write_index`: a local index made from
-  // the tar is written beside the shard, when the folder lets it. Throws DataError naming the shard or its index.
+  // shard only, mapped for the one pass: an address without an index is refused, naming the index). `write_index`: a
+  // local index made from the tar is written beside the shard, when the folder lets it. Throws DataError naming the
+  // shard or its index.
   std::vector<IndexedSample> samples(bool write_index) const;
 
  private:
