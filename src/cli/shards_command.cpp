@@ -137,9 +137,7 @@ std::vector<std::string> check_shard(const std::string& location, const ShardEnt
           throw DataError(where + ": .cls holds \"" + std::string(bytes.begin(), bytes.end()) + "\", " +
                           kShardSummaryName + " says " + std::to_string(entry->labels[i]));
       }
-      const IndexedMember* image = nullptr;
-      for (const IndexedMember& m : s.members)
-        if (!image && m.ext.find('.') == std::string::npos && has_image_extension("." + m.ext)) image = &m;
+      const IndexedMember* image = s.image();
       if (!image) throw DataError(where + ": no image member");
       file.read(image->offset, image->size, bytes);
       check_image_header(probe_image(bytes), where);

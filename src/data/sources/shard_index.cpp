@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "trainer/data/sources/image_folder.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -41,6 +42,12 @@ bool parse_u64(std::string_view word, uint64_t& value) {
 const IndexedMember* IndexedSample::find(std::string_view ext) const {
   for (const IndexedMember& m : members)
     if (m.ext == ext) return &m;
+  return nullptr;
+}
+
+const IndexedMember* IndexedSample::image() const {
+  for (const IndexedMember& m : members)
+    if (m.ext.find('.') == std::string::npos && has_image_extension("." + m.ext)) return &m;
   return nullptr;
 }
 

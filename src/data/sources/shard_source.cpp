@@ -77,13 +77,6 @@ struct ShardSamples {
   std::vector<ShardAddress> images;
 };
 
-// The first member an image folder would take as an image (jpg, jpeg, png, webp, bmp, tif, ...).
-const IndexedMember* image_member(const IndexedSample& s) {
-  for (const IndexedMember& m : s.members)
-    if (m.ext.find('.') == std::string::npos && has_image_extension("." + m.ext)) return &m;
-  return nullptr;
-}
-
 std::string member_list(const IndexedSample& s) {
   std::vector<std::string> exts;
   for (const IndexedMember& m : s.members) exts.push_back("." + m.ext);
@@ -128,7 +121,7 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
   for (size_t j = 0; j < samples.size(); ++j) {
     const IndexedSample& s = samples[j];
     const std::string where = location + "#" + s.key;
-    const IndexedMember* image = image_member(s);
+    const IndexedMember* image = s.image();
     if (!image)
       throw DataError(where + ": no image member (.jpg, .jpeg, .png, .webp, ...); the sample has " + member_list(s));
     // A remote index is not checked against its shard's size: a member past any photo's size is refused here, so a

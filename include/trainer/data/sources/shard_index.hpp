@@ -29,6 +29,8 @@ struct IndexedSample {
 
   // The member with this extension, or null.
   const IndexedMember* find(std::string_view ext) const;
+  // The first member an image folder would take as an image (jpg, jpeg, png, webp, bmp, tif, ...), or null.
+  const IndexedMember* image() const;
 };
 
 // Consecutive members with one key form a sample; names without a key (".hidden", "dir/") are passed over, as
