@@ -58,8 +58,10 @@ if args.torchscript:
     out["torchscript_metadata"] = json.loads(extra["metadata.json"])
     if args.torchvision:
         import torchvision
+        from uninitialised import weights_not_drawn
 
-        net = getattr(torchvision.models, args.torchvision)(num_classes=args.classes)
+        with weights_not_drawn():  # every tensor is loaded strictly below
+            net = getattr(torchvision.models, args.torchvision)(num_classes=args.classes)
         net.load_state_dict(module.state_dict(), strict=True)
         net.eval()
         with torch.no_grad():

@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
+from uninitialised import weights_not_drawn
+
 TOLERANCE = 1e-4
 DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
@@ -39,17 +41,18 @@ NAMES = {v: k for k, v in DTYPES.items()}
 
 def read_safetensors(path):
     with open(path, "rb") as f:
-        data = f.read()
+        data = bytearray(f.read())  # writable, so the tensors can view it without a copy each
     (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
+    header = json.loads(bytes(data[8:8 + n]))
     metadata = header.pop("__metadata__", {})
-    body = data[8 + n:]
     tensors = {}
     for name, info in header.items():
         begin, end = info["data_offsets"]
-        raw = bytearray(body[begin:end])
-        flat = torch.frombuffer(raw, dtype=DTYPES[info["dtype"]]) if raw else torch.empty(0, dtype=DTYPES[info["dtype"]])
-        tensors[name] = flat.reshape(info["shape"]).clone()
+        dtype = DTYPES[info["dtype"]]
+        count = (end - begin) // torch.tensor([], dtype=dtype).element_size()
+        flat = torch.frombuffer(data, dtype=dtype, count=count, offset=8 + n + begin) if count else \
+            torch.empty(0, dtype=dtype)
+        tensors[name] = flat.reshape(info["shape"])
     return tensors, metadata
 
 
@@ -130,7 +133,9 @@ def build(arch, size=None):
 def main(argv):
     if len(argv) == 5 and argv[1] == "check":
         _, _, arch, weights, io = argv
-        model, _ = build(arch)
+        with weights_not_drawn():  # every tensor is loaded strictly below
+            model, _ = build(arch)
+            fresh = build(arch)[0].state_dict()
         state, metadata = read_safetensors(weights)
         model.load_state_dict(state, strict=True)  # names and shapes must be torchvision's exactly
         model.eval()
@@ -139,7 +144,6 @@ def main(argv):
             logits = model(tensors["input"])
         diff = (logits - tensors["logits"]).abs().max().item()
         # Buffers computed at construction (Swin's relative position index and coordinates) as torchvision's own.
-        fresh = build(arch)[0].state_dict()
         computed = [(state[n].double() - fresh[n].double()).abs().max().item() for n in state if "relative_" in n
                     and not n.endswith("bias_table")]
         worst = max(computed, default=0.0)
@@ -204,13 +208,10 @@ def main(argv):
         print(f"{arch}: {size_from} px weights run at {size_to} px")
         return 0
     if len(argv) >= 4 and argv[1] == "keys":
-        # Names and shapes need no values: skip the initialisation (seconds for the largest RegNets).
-        for name in dir(torch.nn.init):
-            if name.endswith("_") and not name.startswith("_"):
-                setattr(torch.nn.init, name, lambda t, *args, **kwargs: t)
         out = {}
         for arch in argv[3:]:
-            model, _ = build(arch)
+            with weights_not_drawn():  # names and shapes need no values
+                model, _ = build(arch)
             out[arch] = [[name, list(t.shape)] for name, t in model.state_dict().items()]
         with open(argv[2], "w") as f:
             json.dump(out, f)

@@ -11,6 +11,7 @@
 #include "trainer/models/blocks/channels.hpp"
 #include "trainer/models/blocks/multihead_attention.hpp"
 #include "trainer/models/blocks/stochastic_depth.hpp"
+#include "trainer/models/blocks/trunc_normal.hpp"
 #include "trainer/models/convnext.hpp"
 #include "trainer/models/efficientnet.hpp"
 #include "trainer/models/factory.hpp"
@@ -482,6 +483,25 @@ TEST(ModelFactory, HeadInitScaleScalesTheClassifierOnly) {
   }
   EXPECT_EQ(heads, 2u);  // weight and bias
   EXPECT_GT(theirs["classifier.2.weight"].abs().max().item<double>(), 0.0);
+}
+
+// trunc_normal_ draws by rejection: at std 1.5 about a fifth of the first draws fall outside [-2, 2] and are drawn
+// again. Every value lands inside, with the truncated normal's mean and standard deviation
+// (sigma^2 (1 - 2 alpha phi(alpha) / (2 Phi(alpha) - 1)), alpha = 2 / sigma), within 6 standard errors of 200,000 draws.
+TEST(TruncNormal, DrawsTheTruncatedNormalInsideItsBounds) {
+  torch::manual_seed(5);
+  const double sigma = 1.5, n = 200'000;
+  torch::Tensor t = torch::empty({static_cast<int64_t>(n)}, torch::kDouble);
+  trunc_normal_(t, sigma);
+  EXPECT_GE(t.min().item<double>(), -2.0);
+  EXPECT_LE(t.max().item<double>(), 2.0);
+  const double alpha = 2.0 / sigma;
+  const double pdf = std::exp(-alpha * alpha / 2) / std::sqrt(2 * M_PI);
+  const double mass = std::erf(alpha / std::sqrt(2.0));  // 2 Phi(alpha) - 1
+  const double expected_sd = sigma * std::sqrt(1 - 2 * alpha * pdf / mass);
+  // Standard errors: sd / sqrt(n) for the mean; sd / sqrt(2n) bounds the sample sd's (kurtosis below a normal's).
+  EXPECT_NEAR(t.mean().item<double>(), 0.0, 6 * expected_sd / std::sqrt(n));
+  EXPECT_NEAR(t.std().item<double>(), expected_sd, 6 * expected_sd / std::sqrt(2 * n));
 }
 
 // Swin takes any image size from 32 up with the same weights (each stage's map padded to whole windows, an odd
