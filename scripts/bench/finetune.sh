@@ -10,6 +10,10 @@
 # Prints each run and the medians over the seeds, and the start-up to the first step with a download and with the
 # file in the cache.
 #   scripts/bench/finetune.sh [SEEDS]      SEEDS default 3; PRE_PER_CLASS (1000), PRE_EPOCHS (3), EPOCHS (15)
+# ARCH (resnet18) picks the model; "frozen" then freezes all but its head (resnet: conv1, bn1, layer*; the other
+# families: features.*). EXTRA: more --set options for every run, after the script's own (an optimizer, say).
+#   ARCH=convnext_tiny EXTRA="--set optim.name=adamw --set optim.lr=0.001 --set optim.weight_decay=0.05" \
+#     scripts/bench/finetune.sh 1
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seeds="${1:-3}"
@@ -29,22 +33,30 @@ $py scripts/bench/fashion_folders.py $idx $work/my_photos --classes 5,6,7,8,9 --
 $py scripts/bench/fashion_folders.py $idx $work/test/val --classes 5,6,7,8,9 --per-class 1000 --split t10k
 ln -s $work/my_photos $work/test/train  # the classes, as the photos name them
 
+arch=${ARCH:-resnet18}
+read -r -a extra_sets <<< "${EXTRA:-}"
+arch_sets=(--set model.arch=$arch)
+freeze='["features.*"]'
+if [[ $arch == resnet* ]]; then
+  arch_sets+=(--set model.stem=small)
+  freeze='["conv1.*","bn1.*","layer*"]'
+fi
 common=(--set data.kind=imagenet --set data.batch_size=32 --set data.eval_batch_size=200 --set data.workers=2
         --set data.augment.image_size=32 --set data.augment.eval_crop=32 --set data.augment.eval_resize=32
-        --set data.augment.scale=[0.5,1] --set model.arch=resnet18 --set model.in_channels=3 --set model.stem=small
+        --set data.augment.scale=[0.5,1] "${arch_sets[@]}" --set model.in_channels=3
         --set run.threads=2 --set run.plot=false --set run.tensorboard=false --set train.log_every=1000)
 
 # ---- 1. pretraining ----
 printf '{"$schema": "schema.json"}\n' > $work/base.json
 $bin --config $work/base.json "${common[@]}" --set data.root=$work/pre --set optim.lr=0.02 --set schedule.warmup_epochs=1 \
-  --set optim.weight_decay=0.0001 --set schedule.kind=cosine --set train.epochs="${PRE_EPOCHS:-3}" \
+  --set optim.weight_decay=0.0001 --set schedule.kind=cosine --set train.epochs="${PRE_EPOCHS:-3}" "${extra_sets[@]}" \
   -o $work/pretrain > $work/pretrain.log || { tail -3 $work/pretrain.log >&2; exit 1; }
 grep -o "finished.*best top1 [0-9.]*" $work/pretrain.log | sed 's/^/pretraining: /'
 $bin export --checkpoint $work/pretrain/best.pt --output $work/pre.safetensors > /dev/null
 
 # ---- 2. published as torch.hub names its files, served on loopback ----
 mkdir -p $work/served
-name="fmnist_resnet18-$(sha256sum $work/pre.safetensors | cut -c1-8).pth"
+name="fmnist_$arch-$(sha256sum $work/pre.safetensors | cut -c1-8).pth"
 cp $work/pre.safetensors $work/served/$name
 $py tests/support/weights_server.py $work/served $work/port $work/requests.log > /dev/null 2>&1 &
 server=$!
@@ -55,13 +67,13 @@ echo "weights: $address ($(stat -c %s $work/served/$name) bytes)"
 # ---- 3. fine-tuning: pretrained, scratch, frozen backbone ----
 tune=("${common[@]}" --set data.root=$work/my_photos --set data.val_fraction=0.2 --set optim.lr=0.01
       --set optim.weight_decay=0.0001 --set schedule.kind=cosine --set schedule.warmup_epochs=1
-      --set train.label_smoothing=0.1 --set train.epochs="${EPOCHS:-15}")
+      --set train.label_smoothing=0.1 --set train.epochs="${EPOCHS:-15}" "${extra_sets[@]}")
 declare -A test_top1 val_top1
 for seed in $(seq "$seeds"); do
   for variant in pretrained scratch frozen; do
     extra=()
     [[ $variant != scratch ]] && extra+=(--set model.weights=$address)
-    [[ $variant == frozen ]] && extra+=(--set 'model.freeze=["conv1.*","bn1.*","layer*"]')
+    [[ $variant == frozen ]] && extra+=(--set "model.freeze=$freeze")
     out=$work/$variant-$seed
     TORCH_HOME=$work/th-$variant-$seed $bin --config $work/base.json "${tune[@]}" "${extra[@]}" \
       --set run.seed=$seed -o $out > $out.log 2>&1 || { echo "$variant seed $seed failed:" >&2; tail -3 $out.log >&2; exit 1; }

@@ -7,6 +7,9 @@
 #include "trainer/io/download.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/platform/files.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/sha256.hpp"
+#include "trainer/util/text.hpp"
 
 namespace trainer {
 
@@ -23,6 +26,7 @@ std::string environment(const char* name) {
 struct WeightsArgs {
   std::string arch;
   std::string name;
+  std::string sha256;
 };
 
 int run_weights_list(const WeightsArgs& args) {
@@ -57,6 +61,10 @@ int run_weights_get(const WeightsArgs& args) {
   ModelConfig model;
   model.arch = args.arch;
   model.weights = args.name;
+  if (!args.sha256.empty() && !is_sha256_hex(args.sha256))
+    throw UsageError("--sha256: expected 64 hex digits (a SHA-256, as sha256sum prints it), got \"" +
+                     first_line(args.sha256).substr(0, 80) + "\"");
+  model.weights_sha256 = args.sha256;
   const StartWeights start = locate_start_weights(model, weights_hub_from_environment([](const std::string& line) {
                                                     std::printf("%s\n", line.c_str());
                                                     std::fflush(stdout);
@@ -87,6 +95,8 @@ void add_weights_command(CLI::App& app, Commands& commands) {
       "get", "fetch ARCH's NAME (or an address) into the cache ahead of time, for a machine that trains offline");
   get->add_option("arch", args->arch, "model.arch, for example resnet50")->required();
   get->add_option("name", args->name, "IMAGENET1K_V1, IMAGENET1K_V2, DEFAULT, or an http(s) address")->required();
+  get->add_option("--sha256", args->sha256,
+                  "the file's whole SHA-256 (model.weights_sha256), checked on the download or the cached file");
   commands.push_back({get, [args] { return run_weights_get(*args); }});
 }
 

@@ -7,6 +7,7 @@
 #include "trainer/config/json_fields.hpp"
 #include "trainer/config/json_text.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/sha256.hpp"
 #include "trainer/util/text.hpp"
 
 namespace trainer {
@@ -104,6 +105,12 @@ void validate(const Config& c) {
       static_cast<int64_t>(c.data.class_names.size()) != c.model.num_classes)
     throw ConfigError("data.class_names: expected model.num_classes (" + std::to_string(c.model.num_classes) +
                       ") names, got " + std::to_string(c.data.class_names.size()));
+  const std::string& sha = c.model.weights_sha256;
+  if (!sha.empty() && !is_sha256_hex(sha))
+    throw ConfigError("model.weights_sha256: expected 64 hex digits (a SHA-256, as sha256sum prints it), got \"" +
+                      first_line(sha).substr(0, 80) + "\"");
+  if (!sha.empty() && c.model.weights.empty() && c.model.init_from.empty())
+    throw ConfigError("model.weights_sha256: set, but neither model.weights nor model.init_from names a file");
   const AugmentConfig& a = c.data.augment;
   check_interval("data.augment.scale", a.scale, 0.0, 1.0);
   check_interval("data.augment.ratio", a.ratio, 0.0, HUGE_VAL);

@@ -25,13 +25,13 @@ void collect_changes(const json& before, const json& after, const std::string& p
 
 // Keys whose change makes the saved state meaningless: the model (its weights would not fit), the optimizer kind
 // (its state would not fit) and the data kind (the classes would not mean the same). A section name covers
-// every key in it. model.weights / init_from / init_exclude / head_init_scale only seed a new run's weights (on
-// resume the checkpoint's weights win), and model.freeze only says which of them train (the optimizer holds every
-// parameter either way), so those may change.
+// every key in it. model.weights (and its sha256) / init_from / init_exclude / head_init_scale only seed a new run's
+// weights (on resume the checkpoint's weights win), and model.freeze only says which of them train (the optimizer holds
+// every parameter either way), so those may change.
 bool refused_on_resume(const std::string& key) {
   static const std::vector<std::string> refused{"model", "optim.name", "data.kind"};
-  static const std::vector<std::string> allowed{"model.weights", "model.init_from", "model.init_exclude",
-                                                "model.head_init_scale", "model.freeze"};
+  static const std::vector<std::string> allowed{"model.weights",      "model.weights_sha256",  "model.init_from",
+                                                "model.init_exclude", "model.head_init_scale", "model.freeze"};
   auto covers = [&](const std::string& entry) { return key == entry || key.rfind(entry + ".", 0) == 0; };
   return std::any_of(refused.begin(), refused.end(), covers) && std::none_of(allowed.begin(), allowed.end(), covers);
 }

@@ -42,6 +42,7 @@ StartWeights locate_start_weights(const ModelConfig& model, const WeightsHub& hu
   auto found = [&](fs::path file, const std::string& about) {
     return StartWeights{std::move(file), key + " " + spec + about, /*replace_head=*/!legacy};
   };
+  const std::string sha256 = ascii_lower(model.weights_sha256);  // PowerShell's Get-FileHash prints upper case
   const ModelRow& row = model_row(model.arch);
   if (const PublishedWeights* w = find_published_weights(row.weights, spec)) {
     const std::string about =
@@ -52,19 +53,23 @@ StartWeights locate_start_weights(const ModelConfig& model, const WeightsHub& hu
     if (!hub.cache_dir.empty() && !fs::is_regular_file(hub.cache_dir / w->file, ec))
       for (const auto& earlier : w->earlier_files)  // the same file, downloaded under its first name
         if (fs::is_regular_file(hub.cache_dir / earlier, ec)) {
+          check_pinned_sha256(hub.cache_dir / earlier, sha256, "delete it to download it again");
           if (hub.say)
             hub.say(earlier + ": in the cache (" + w->file + "'s earlier name), " + (hub.cache_dir / earlier).string());
           return found(hub.cache_dir / earlier, about);
         }
-    return found(fetch_into_cache(hub, torchvision_weights_address() + w->file, w->file), about);
+    return found(fetch_into_cache(hub, torchvision_weights_address() + w->file, w->file, sha256), about);
   }
   if (is_address(spec)) {
     WeightsHub direct = hub;
     direct.mirror.clear();  // the mirror stands in for torchvision's address, not for the user's own
-    return found(fetch_into_cache(direct, spec, address_file_name(spec)), "");
+    return found(fetch_into_cache(direct, spec, address_file_name(spec), sha256), "");
   }
   std::error_code ec;
-  if (fs::is_regular_file(spec, ec)) return found(spec, "");
+  if (fs::is_regular_file(spec, ec)) {
+    check_pinned_sha256(spec, sha256, "");
+    return found(spec, sha256.empty() ? "" : " (SHA-256 checked)");
+  }
   if (looks_like_a_name(spec))
     throw ConfigError(key + ": " + model.arch + " has no published weights named " + spec +
                       (row.weights.empty() ? " (torchvision publishes none for " + model.arch + ")"

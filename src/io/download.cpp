@@ -47,13 +47,18 @@ int64_t size_or_zero(const fs::path& path) {
 
 // The checked move of DEST.partial over DEST.
 void finish(const std::string& url, const fs::path& partial, const fs::path& destination,
-            const std::string& sha256_prefix) {
-  if (!sha256_prefix.empty()) {
+            const DownloadOptions& options) {
+  if (!options.sha256_prefix.empty() || !options.sha256.empty()) {
     const std::string digest = file_sha256(partial);
-    if (digest.compare(0, sha256_prefix.size(), sha256_prefix) != 0) {
+    const std::string& prefix = options.sha256_prefix;
+    const std::string mismatch =
+        digest.compare(0, prefix.size(), prefix) != 0         ? "its name says it starts with " + prefix
+        : !options.sha256.empty() && digest != options.sha256 ? "model.weights_sha256 pins " + options.sha256
+                                                              : "";
+    if (!mismatch.empty()) {
       remove_file(partial);
-      throw DownloadError(url + ": the file's SHA-256 is " + digest + ", but its name says it starts with " +
-                          sha256_prefix + " (a damaged or different file; nothing was kept)");
+      throw DownloadError(url + ": the file's SHA-256 is " + digest + ", but " + mismatch +
+                          " (a damaged or different file; nothing was kept)");
     }
   }
   if (const std::error_code ec = replace_file(partial, destination))
@@ -181,7 +186,7 @@ void download_file(const std::string& url, const fs::path& destination, const Do
     if (result != CURLE_OK) throw DownloadError(url + ": " + curl_easy_strerror(result) + keep_note);
     break;
   }
-  finish(url, t.partial, destination, options.sha256_prefix);
+  finish(url, t.partial, destination, options);
 }
 
 #else

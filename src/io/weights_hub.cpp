@@ -88,12 +88,28 @@ std::function<void(int64_t, int64_t)> progress_lines(const WeightsHub& hub, cons
 
 }  // namespace
 
-fs::path fetch_into_cache(const WeightsHub& hub, const std::string& address, const std::string& file_name) {
+void check_pinned_sha256(const fs::path& file, const std::string& sha256, const std::string& remedy) {
+  if (sha256.empty()) return;
+  std::string digest;
+  try {
+    digest = file_sha256(file);
+  } catch (const DownloadError& e) {
+    throw WeightsError(e.message());
+  }
+  if (digest != sha256)
+    throw WeightsError(file.string() + ": the file's SHA-256 is " + digest + ", but model.weights_sha256 pins " +
+                       sha256 + " (a damaged or different file" + (remedy.empty() ? "" : "; " + remedy) + ")");
+}
+
+fs::path fetch_into_cache(const WeightsHub& hub, const std::string& address, const std::string& file_name,
+                          const std::string& sha256) {
   if (hub.cache_dir.empty()) throw DownloadError(address + ": no weights cache folder is known (set TORCH_HOME)");
   const fs::path destination = hub.cache_dir / file_name;
   std::error_code ec;
   if (fs::is_regular_file(destination, ec)) {
-    if (hub.say) hub.say(file_name + ": in the cache, " + destination.string());
+    check_pinned_sha256(destination, sha256, "delete it to download it again");
+    if (hub.say)
+      hub.say(file_name + ": in the cache, " + destination.string() + (sha256.empty() ? "" : ", SHA-256 checked"));
     return destination;
   }
   const std::string from =
@@ -105,7 +121,7 @@ fs::path fetch_into_cache(const WeightsHub& hub, const std::string& address, con
   if (hub.say) hub.say(file_name + ": downloading " + from + " to " + destination.string());
   const auto start = std::chrono::steady_clock::now();
   try {
-    download_file(from, destination, {hub_hash_prefix(file_name), progress_lines(hub, file_name)});
+    download_file(from, destination, {hub_hash_prefix(file_name), sha256, progress_lines(hub, file_name)});
   } catch (const DownloadError& e) {
     throw DownloadError(e.message() + "; without a network, put the file at " + destination.string());
   }
@@ -114,7 +130,9 @@ fs::path fetch_into_cache(const WeightsHub& hub, const std::string& address, con
   if (hub.say)
     hub.say(file_name + ": " + megabytes(bytes) + " in " + seconds_text(seconds) + " (" +
             megabytes(static_cast<int64_t>(static_cast<double>(bytes) / std::max(seconds, 1e-6))) + "/s)" +
-            (hub_hash_prefix(file_name).empty() ? "" : ", SHA-256 prefix " + hub_hash_prefix(file_name) + " checked"));
+            (!sha256.empty()                      ? ", SHA-256 checked"
+             : hub_hash_prefix(file_name).empty() ? ""
+                                                  : ", SHA-256 prefix " + hub_hash_prefix(file_name) + " checked"));
   return destination;
 }
 

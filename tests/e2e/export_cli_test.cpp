@@ -8,14 +8,17 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "e2e/e2e_support.hpp"
+#include "support/serialize_model.hpp"
 #include "trainer/config/load.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/engine/checkpoint_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/models/vit.hpp"
 #include "trainer/optim/optimizer.hpp"
 
 namespace trainer {
@@ -325,6 +328,46 @@ TEST(ExportFamilies, PythonOpensEveryFamilysFiles) {
     }
     std::printf("%s: TorchScript in Python %.3g, its state dict in torchvision %.3g\n", arch.c_str(),
                 out["torchscript_max_diff"].get<double>(), out["torchvision_max_diff"].get<double>());
+  }
+}
+
+// The ViT's ONNX graph (tokens as [N, D, 1, L], attention as MatMul and Softmax) in Python's tools. Its published
+// variants would make 350 MB files here, so a small ViT of the same code (2 layers of 48 features in 3 heads, 8x8
+// patches of 32x40 images) is serialized as export does: onnx's full checker passes, and ONNX Runtime (the torch2
+// lane requires it) gives the model's logits.
+TEST(ExportFamilies, PythonRunsASmallViTsOnnxFile) {
+  SKIP_WITHOUT_PYTHON_DEPLOY_TOOLS();
+  testing::TempDir dir;
+  const ImageShape input{32, 40, 3};
+  torch::manual_seed(3);
+  VisionTransformer model(ViTSpec{8, 2, 3, 48, 96}, "vit_small_test", input, 10, 0.0);
+  {
+    torch::NoGradGuard no_grad;  // the class token and head start at zero
+    for (auto& p : model.parameters()) p.add_(torch::randn_like(p) * 0.1);
+  }
+  model.eval();
+  const std::string bytes =
+      testing::serialize_model(format_for_output("onnx", ""), model, input, {{"arch", "vit_small_test"}}, 10);
+  std::ofstream(dir / "vit.onnx", std::ios::binary) << bytes;
+  const auto x = torch::randn({2, 3, 32, 40});
+  write_floats(dir / "x.f32", x);
+  {
+    torch::NoGradGuard no_grad;
+    write_floats(dir / "logits.f32", model.forward(x));
+  }
+  const auto r = testing::run_command(std::string(TRAINER_PYTHON) + " " + TRAINER_SOURCE_DIR +
+                                      "/tests/interop/check_export.py --input " + (dir / "x.f32").string() +
+                                      " --shape 2,3,32,40 --expected " + (dir / "logits.f32").string() +
+                                      " --classes 10 --onnx " + (dir / "vit.onnx").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json out = json::parse(r.output.substr(r.output.rfind("{\"onnx\"")));
+  EXPECT_EQ(out["onnx"][0]["checker"], "ok");
+  if (out["onnxruntime"].is_null()) {
+    EXPECT_EQ(std::getenv("TRAINER_REQUIRE_ONNXRUNTIME"), nullptr) << "onnxruntime is not importable";
+  } else {
+    EXPECT_LT(out["onnx"][0]["onnxruntime_max_diff"].get<double>(), 1e-4);
+    std::printf("small ViT: ONNX Runtime %s, max |logit difference| %.3g\n",
+                out["onnxruntime"].get<std::string>().c_str(), out["onnx"][0]["onnxruntime_max_diff"].get<double>());
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cctype>
 #include <chrono>
 #include <thread>
 
@@ -168,6 +169,55 @@ TEST(WeightsDownload, AWrongHashIsOneLineAndLeavesNothingInTheCache) {
             std::string::npos)
       << r.output;
   EXPECT_TRUE(files_in(cache_of(dir / "th")).empty());
+}
+
+// model.weights_sha256 (weights get --sha256): the whole digest, checked on the download (a file that only shares
+// the name's prefix is not kept), on the file in the cache (kept: it is the user's) and on a local file.
+TEST(WeightsDownload, APinnedSha256IsCheckedOnTheDownloadTheCacheAndALocalFile) {
+  TempDir dir;
+  WeightsServer server(dir.path());
+  const std::string name = serve_hub_named(server, "tiny");
+  const std::string digest = file_sha256(server.root() / name);
+  std::string other = digest;
+  other.back() = other.back() == '0' ? '1' : '0';  // the same prefix, another file
+  const std::string get = with_cache(dir / "th") + "weights get resnet18 " + server.address(name) + " --sha256 ";
+  const auto refused = run_command(get + other);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_EQ(error_lines(refused.output), 1) << refused.output;
+  EXPECT_NE(refused.output.find("error: download: " + server.address(name) + ": the file's SHA-256 is " + digest +
+                                ", but model.weights_sha256 pins " + other +
+                                " (a damaged or different file; nothing "
+                                "was kept)"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_TRUE(files_in(cache_of(dir / "th")).empty());
+
+  std::string upper = digest;  // as PowerShell's Get-FileHash prints it
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  const auto fetched = run_command(get + upper);
+  ASSERT_EQ(fetched.exit_code, 0) << fetched.output;
+  EXPECT_NE(fetched.output.find(name + ": "), std::string::npos);
+  EXPECT_NE(fetched.output.find(", SHA-256 checked"), std::string::npos) << fetched.output;
+  EXPECT_EQ(files_in(cache_of(dir / "th")), std::vector<std::string>{name});
+
+  const auto cached = run_command(get + other);
+  EXPECT_EQ(cached.exit_code, 2) << cached.output;
+  EXPECT_EQ(error_lines(cached.output), 1) << cached.output;
+  EXPECT_NE(cached.output.find("error: weights: " + (cache_of(dir / "th") / name).string() +
+                               ": the file's SHA-256 is " + digest + ", but model.weights_sha256 pins " + other +
+                               " (a damaged or different file; delete it to download it again)"),
+            std::string::npos)
+      << cached.output;
+  EXPECT_EQ(files_in(cache_of(dir / "th")), std::vector<std::string>{name});
+
+  const auto local = trainer_cli("weights get resnet18 " + (server.root() / name).string() + " --sha256 " + other);
+  EXPECT_EQ(local.exit_code, 2) << local.output;
+  EXPECT_NE(local.output.find("error: weights: " + (server.root() / name).string() + ": the file's SHA-256 is"),
+            std::string::npos)
+      << local.output;
+  const auto bad = trainer_cli("weights get resnet18 " + (server.root() / name).string() + " --sha256 " + name);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--sha256: expected 64 hex digits"), std::string::npos) << bad.output;
 }
 
 TEST(WeightsDownload, ARefusedConnectionOrAMissingFileIsOneLineAndLeavesNothing) {

@@ -155,6 +155,24 @@ TEST(Config, ModelSectionReadsStemAndWeightOptions) {
   EXPECT_NE(config_error(j).find("model.init_exclude: expected"), std::string::npos) << config_error(j);
 }
 
+// model.weights_sha256: a whole digest in either case, and only beside a file to check.
+TEST(Config, WeightsSha256IsAWholeDigestBesideAFile) {
+  const std::string digest(64, 'A');
+  json j = minimal();
+  j["model"] = {{"init_from", "w.pth"}, {"weights_sha256", digest}};
+  EXPECT_EQ(resolve_config(j).model.weights_sha256, digest);
+  j["model"]["weights_sha256"] = digest.substr(1) + "g";
+  EXPECT_EQ(config_error(j),
+            "config: model.weights_sha256: expected 64 hex digits (a SHA-256, as sha256sum prints it), "
+            "got \"" +
+                digest.substr(1) + "g\"");
+  j["model"]["weights_sha256"] = digest.substr(0, 8);  // a prefix is what the file name already carries
+  EXPECT_NE(config_error(j).find("expected 64 hex digits"), std::string::npos);
+  j["model"] = {{"weights_sha256", digest}};
+  EXPECT_EQ(config_error(j),
+            "config: model.weights_sha256: set, but neither model.weights nor model.init_from names a file");
+}
+
 TEST(Config, CrossFieldRules) {
   json j = json::object();
   EXPECT_NE(config_error(j).find("data.root"), std::string::npos);

@@ -12,6 +12,7 @@
 
 #include "support/archive_edits.hpp"
 #include "support/fixtures.hpp"
+#include "support/serialize_model.hpp"
 #include "trainer/deploy/export_format.hpp"
 #include "trainer/models/blocks/layer_norm_2d.hpp"
 #include "trainer/models/factory.hpp"
@@ -85,28 +86,6 @@ ClassifierPtr trained_model(const DeployCase& c) {
   return model;
 }
 
-NamedTensors contiguous_copies(const std::vector<std::pair<std::string, torch::Tensor>>& items) {
-  NamedTensors out;
-  for (const auto& [name, t] : items) out.emplace_back(name, t.detach().contiguous());
-  return out;
-}
-
-std::string serialize_model(const ExportFormat& format, Classifier& model, const ImageShape& input,
-                            const Metadata& metadata, int64_t batch = 0, int64_t opset = 0) {
-  const auto graph = model.inference_graph();
-  EXPECT_TRUE(graph.has_value());
-  ExportRequest request;
-  request.graph = *graph;
-  request.parameters = contiguous_copies(model.named_parameters().pairs());
-  request.buffers = contiguous_copies(model.named_buffers().pairs());
-  request.metadata = metadata;
-  request.input = input;
-  request.num_classes = kDeployClasses;
-  request.opset = opset;
-  request.batch = batch;
-  return format.serialize(request);
-}
-
 // Every format of the table that writes a runnable file and is built in.
 std::vector<ExportFormat> runnable_formats() {
   std::vector<ExportFormat> formats;
@@ -128,7 +107,7 @@ TEST(Export, OnnxAndTorchScriptGiveTheModelsLogits) {
       }
     for (const ExportFormat& f : runnable_formats()) {
       SCOPED_TRACE(c.arch + " " + f.name);
-      const std::string bytes = serialize_model(f, *model, c.input, {{"arch", c.arch}});
+      const std::string bytes = testing::serialize_model(f, *model, c.input, {{"arch", c.arch}}, kDeployClasses);
       const DeployedModel deployed = f.open(bytes, c.arch + "." + f.name);
       for (int64_t batch : {1, 5}) {
         const auto x = torch::randn({batch, c.input.channels, c.input.height, c.input.width});
@@ -153,7 +132,8 @@ void expect_files_give_the_logits(Classifier& model, const ImageShape& input, co
   }
   model.eval();
   for (const ExportFormat& f : runnable_formats()) {
-    const DeployedModel deployed = f.open(serialize_model(f, model, input, {}), label + "." + f.name);
+    const DeployedModel deployed =
+        f.open(testing::serialize_model(f, model, input, {}, kDeployClasses), label + "." + f.name);
     for (int64_t batch : {1, 5}) {
       const auto x = torch::randn({batch, input.channels, input.height, input.width});
       torch::NoGradGuard no_grad;
@@ -197,7 +177,8 @@ TEST(Export, FixedBatchOnnxRunsAtItsSize) {
        {deploy_cases()[1], DeployCase{"mobilenet_v3_small", StemKind::imagenet, {32, 32, 3}}}) {
     const auto net = trained_model(fixed);
     for (int64_t opset : {13, 17}) {
-      const DeployedModel deployed = onnx.open(serialize_model(onnx, *net, fixed.input, {}, 3, opset), "fixed.onnx");
+      const DeployedModel deployed =
+          onnx.open(testing::serialize_model(onnx, *net, fixed.input, {}, kDeployClasses, 3, opset), "fixed.onnx");
       const auto x = torch::randn({3, fixed.input.channels, fixed.input.height, fixed.input.width});
       torch::NoGradGuard no_grad;
       EXPECT_LT((deployed.model->forward(x) - net->forward(x)).abs().max().item<double>(), 1e-4)
@@ -206,12 +187,14 @@ TEST(Export, FixedBatchOnnxRunsAtItsSize) {
   }
   const DeployCase c = deploy_cases()[1];
   const auto model = trained_model(c);
-  EXPECT_NE(
-      testing::error_of<UsageError>([&] { serialize_model(onnx, *model, c.input, {}, 0, 12); }).find("--opset: 12"),
-      std::string::npos);
-  EXPECT_NE(
-      testing::error_of<UsageError>([&] { serialize_model(onnx, *model, c.input, {}, 0, 99); }).find("--opset: 99"),
-      std::string::npos);
+  EXPECT_NE(testing::error_of<UsageError>([&] {
+              testing::serialize_model(onnx, *model, c.input, {}, kDeployClasses, 0, 12);
+            }).find("--opset: 12"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of<UsageError>([&] {
+              testing::serialize_model(onnx, *model, c.input, {}, kDeployClasses, 0, 99);
+            }).find("--opset: 99"),
+            std::string::npos);
 }
 
 TEST(Export, MetadataRoundTrips) {
@@ -223,7 +206,7 @@ TEST(Export, MetadataRoundTrips) {
                           {"epoch", "3"},
                           {"config", R"({"model": {"arch": "mnist_cnn"}})"}};
   for (const ExportFormat& f : runnable_formats()) {
-    const DeployedModel deployed = f.open(serialize_model(f, *model, c.input, metadata), "m");
+    const DeployedModel deployed = f.open(testing::serialize_model(f, *model, c.input, metadata, kDeployClasses), "m");
     EXPECT_EQ(deployed.metadata, metadata) << f.name;
   }
 }
@@ -232,7 +215,8 @@ TEST(Export, MetadataRoundTrips) {
 TEST(Export, TorchScriptHoldsTheStateDictNames) {
   const DeployCase c = deploy_cases()[0];
   const auto model = trained_model(c);
-  const std::string bytes = serialize_model(format_for_output("torchscript", ""), *model, c.input, {});
+  const std::string bytes =
+      testing::serialize_model(format_for_output("torchscript", ""), *model, c.input, {}, kDeployClasses);
   std::istringstream in(bytes);
   torch::jit::Module loaded = torch::jit::load(in);
   std::vector<std::string> names, expected;
@@ -252,7 +236,7 @@ TEST(Export, UnreadableFilesAreOneLineErrors) {
   const DeployCase c = mnist_case();
   const auto model = trained_model(c);
   for (const ExportFormat& f : runnable_formats()) {
-    const std::string bytes = serialize_model(f, *model, c.input, {});
+    const std::string bytes = testing::serialize_model(f, *model, c.input, {}, kDeployClasses);
     for (const std::string& bad : {std::string("not a model at all"), bytes.substr(0, bytes.size() / 2)}) {
       const std::string message = testing::error_of<ExportError>([&] { f.open(bad, "broken." + f.name); });
       EXPECT_NE(message.find("broken." + f.name + ": "), std::string::npos) << message;
@@ -267,7 +251,7 @@ TEST(Export, TorchScriptIsCheckedBeforeLibTorchReadsIt) {
   const DeployCase c = mnist_case();
   const auto model = trained_model(c);
   const ExportFormat f = format_for_output("torchscript", "");
-  const std::string bytes = serialize_model(f, *model, c.input, {});
+  const std::string bytes = testing::serialize_model(f, *model, c.input, {}, kDeployClasses);
   const std::string edited = testing::with_first_stride_widened(bytes);
   ASSERT_FALSE(edited.empty());
   const std::string message = testing::error_of<ExportError>([&] { f.open(edited, "m.ts.pt"); });

@@ -487,7 +487,8 @@ TEST(ModelFactory, HeadInitScaleScalesTheClassifierOnly) {
 
 // trunc_normal_ draws by rejection: at std 1.5 about a fifth of the first draws fall outside [-2, 2] and are drawn
 // again. Every value lands inside, with the truncated normal's mean and standard deviation
-// (sigma^2 (1 - 2 alpha phi(alpha) / (2 Phi(alpha) - 1)), alpha = 2 / sigma), within 6 standard errors of 200,000 draws.
+// (sigma^2 (1 - 2 alpha phi(alpha) / (2 Phi(alpha) - 1)), alpha = 2 / sigma), within 6 standard errors of 200,000
+// draws.
 TEST(TruncNormal, DrawsTheTruncatedNormalInsideItsBounds) {
   torch::manual_seed(5);
   const double sigma = 1.5, n = 200'000;

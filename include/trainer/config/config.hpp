@@ -405,6 +405,7 @@ struct ModelConfig {
   bool sync_batchnorm = false;
   Switch channels_last = Switch::automatic;
   std::string weights;
+  std::string weights_sha256;
   std::string init_from;
   std::vector<std::string> init_exclude;
   std::vector<std::string> freeze;
@@ -448,6 +449,11 @@ struct ModelConfig {
             "IMAGENET1K_V2; `trainer weights list`), found in or downloaded to PyTorch's hub cache; an http(s) "
             "address; or a file (.pth, .bin, .safetensors). A classifier layer whose shape differs (ImageNet's 1000 "
             "classes) is freshly initialised");
+    v.field("weights_sha256", weights_sha256,
+            "the whole SHA-256 of the file model.weights or model.init_from names (64 hex digits, as sha256sum or "
+            "Get-FileHash print them), checked before the file is read: after a download, for a file already in the "
+            "cache and for a local file. torchvision's names carry only the first 8 to 10 digits, which are always "
+            "checked; pinning the whole digest also refuses a file that shares them. Empty: not pinned");
     v.field("init_from", init_from, "a weights file a new run starts from (model.weights also takes a file)");
     v.field("init_exclude", init_exclude,
             "glob patterns (for example \"layer4.*\") of keys not taken from model.weights or init_from; they keep "

@@ -15,6 +15,8 @@ namespace trainer {
 struct DownloadOptions {
   // The first hex digits of the file's SHA-256 (torch.hub's rule); empty: not checked.
   std::string sha256_prefix;
+  // The whole SHA-256 the user pinned (model.weights_sha256), 64 lowercase hex digits; empty: not checked.
+  std::string sha256;
   // Called as bytes arrive: bytes in DEST.partial so far, and the file's size (-1 while unknown).
   std::function<void(int64_t done, int64_t total)> progress;
   int64_t connect_timeout_s = 30;
@@ -32,8 +34,8 @@ bool can_download();
 std::filesystem::path partial_path(const std::filesystem::path& destination);
 
 // Throws DownloadError naming `url`: a refused or failed connection, an HTTP error status, a hash that does not
-// match (DEST.partial is removed then), or a failed write. A connection cut after some bytes leaves them in
-// DEST.partial for the next call; an empty DEST.partial is removed.
+// match either digest (DEST.partial is removed then), or a failed write. A connection cut after some bytes leaves them
+// in DEST.partial for the next call; an empty DEST.partial is removed.
 void download_file(const std::string& url, const std::filesystem::path& destination, const DownloadOptions& options);
 
 // The SHA-256 of a file, as 64 lowercase hex digits. Throws DownloadError naming it when it cannot be read.

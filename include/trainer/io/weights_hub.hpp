@@ -36,7 +36,14 @@ bool is_address(const std::string& spec);
 
 // CACHE/file_name when it is there; else fetched from `address` (the mirror's address when hub.mirror is set),
 // its hash prefix checked, and moved into the cache. Throws DownloadError naming the address and the path to
-// put the file at when it cannot be fetched (nothing is left under that path).
-std::filesystem::path fetch_into_cache(const WeightsHub& hub, const std::string& address, const std::string& file_name);
+// put the file at when it cannot be fetched (nothing is left under that path). `sha256` (model.weights_sha256,
+// empty: none) is checked on the download and on a file already in the cache.
+std::filesystem::path fetch_into_cache(const WeightsHub& hub, const std::string& address, const std::string& file_name,
+                                       const std::string& sha256 = "");
+
+// Throws WeightsError naming `file` when its SHA-256 is not `sha256` (64 lowercase hex digits; empty: no check).
+// torchvision publishes only the first 8 to 10 digits of each file's digest (in its name); a user who pins the
+// whole digest is protected from a file that only shares its prefix.
+void check_pinned_sha256(const std::filesystem::path& file, const std::string& sha256, const std::string& remedy);
 
 }  // namespace trainer

@@ -10,6 +10,9 @@
 
 namespace trainer {
 
+// Whether `text` is a SHA-256 written out: 64 hex digits, either case (sha256sum prints lower, Get-FileHash upper).
+bool is_sha256_hex(const std::string& text);
+
 class Sha256 {
  public:
   Sha256();
