@@ -64,9 +64,10 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// One request. Returns "" on success, else why it failed; `final` is set when retrying cannot help.
+// One request. Returns "" on success, else why it failed; `final` is set when retrying cannot help, `status` to the
+// answer's HTTP status (0: none).
 std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
-                         const HttpOptions& options, bool& final) {
+                         const HttpOptions& options, bool& final, long& status) {
   out.clear();
   Body body{&out, size == 0 ? options.max_bytes : size, false};
   curl_easy_reset(curl);
@@ -89,7 +90,7 @@ std::string request_once(CURL* curl, const std::string& url, uint64_t offset, ui
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainer");
   const CURLcode result = curl_easy_perform(curl);
-  long status = 0;
+  status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 400 && status < 500) {
     final = true;
@@ -117,16 +118,19 @@ void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vect
   thread_local ThreadHandle handle;
   if (!handle.get()) throw DownloadError(url + ": libcurl could not start a transfer");
   std::string why;
+  long status = 0;
   double wait_s = options.first_wait_s;
   for (int attempt = 1;; ++attempt) {
     bool final = false;
-    why = request_once(handle.get(), url, offset, size, out, options, final);
+    why = request_once(handle.get(), url, offset, size, out, options, final, status);
     if (why.empty()) return;
     if (final || attempt >= options.attempts) break;
     std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
     wait_s *= 2;
   }
-  throw DownloadError(url + ": " + range_text(offset, size) + ": " + why);
+  const std::string message = url + ": " + range_text(offset, size) + ": " + why;
+  if (status >= 400 && status < 500) throw HttpStatusError(message, status);
+  throw DownloadError(message);
 }
 
 bool http_reachable(const std::string& url, std::string& why) {

@@ -110,6 +110,26 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
   EXPECT_NE(doctor.output.find("read 12 files in "), std::string::npos) << doctor.output;
   EXPECT_NE(doctor.output.find("12/12 sampled images read"), std::string::npos) << doctor.output;
 
+  // Without shards.json (the server answers 404) the splits are the patterns given and the labels the shards' .cls
+  // members: the same run again.
+  fs::remove(server.root() / "shards.json");
+  size_t train_shards = 0, val_shards = 0;
+  for (const auto& e : fs::directory_iterator(server.root()))
+    if (e.path().extension() == ".tar")
+      (e.path().filename().string().rfind("train-", 0) == 0 ? train_shards : val_shards)++;
+  ASSERT_TRUE(train_shards > 0 && val_shards > 0);
+  auto range = [](const std::string& split, size_t count) {  // train-{000000..000011}.tar
+    char last[16];
+    std::snprintf(last, sizeof last, "%06zu", count - 1);
+    return split + "-{000000.." + last + "}.tar";
+  };
+  const json patterns{
+      {"data", {{"shards", {{"train", range("train", train_shards)}, {"val", range("val", val_shards)}}}}}};
+  const auto bare = trainer_cli("--config " + f.config("bare", server.address(""), patterns).string() + " -o " +
+                                (f.dir / "bare").string());
+  ASSERT_EQ(bare.exit_code, 0) << bare.output;
+  expect_same_weights(f.dir / "a" / "last.pt", f.dir / "bare" / "last.pt", {28, 28, 3});
+
   // Damage `shards check` finds: a flipped byte in a header.
   std::string tar = bytes_of(f.shards / "train-000001.tar");
   tar[600] ^= 1;          // inside the first member's bytes: the tar still reads, the image's header does not

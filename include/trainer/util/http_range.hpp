@@ -11,7 +11,19 @@
 #include <string_view>
 #include <vector>
 
+#include "trainer/util/error.hpp"
+
 namespace trainer {
+
+// The server's final answer was an HTTP error status (4xx): callers that expect a file to be optional check for 404.
+class HttpStatusError : public DownloadError {
+ public:
+  HttpStatusError(const std::string& m, long status) : DownloadError(m), status_(status) {}
+  long status() const { return status_; }
+
+ private:
+  long status_;
+};
 
 struct HttpOptions {
   int attempts = 5;            // tries in all before giving up
@@ -25,7 +37,8 @@ bool is_http_address(std::string_view location);
 
 // `size` bytes from `offset` (size 0: the whole file, offset ignored) into `out`, replacing its contents. A range
 // request must be answered with exactly that range (206): a server that ignores ranges is refused, as it would send
-// whole shards for every sample. Throws DownloadError naming the address, the range and the last failure.
+// whole shards for every sample. Throws DownloadError naming the address, the range and the last failure
+// (HttpStatusError for a 4xx status).
 void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
                const HttpOptions& options = {});
 

@@ -176,8 +176,10 @@ std::optional<ShardSummary> read_summary(const std::string& root) {
   if (is_http_address(where)) {
     try {
       http_read(where, 0, 0, bytes);
+    } catch (const HttpStatusError& e) {
+      if (e.status() == 404) return std::nullopt;  // no summary: the shards' own labels are read
+      throw DataError(e.message());
     } catch (const Error& e) {
-      if (e.message().find("answered HTTP 404") != std::string::npos) return std::nullopt;  // no summary
       throw DataError(e.message());
     }
   } else {
