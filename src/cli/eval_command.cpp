@@ -166,7 +166,7 @@ int run_eval(const EvalArgs& args) {
   if (args.split != "val" && args.split != "train")
     throw UsageError("--split: expected val or train, got " + args.split);
   const LoadedCheckpoint checkpoint(args.checkpoint);
-  const Config c = config_for_checkpoint(checkpoint, args.config, args.overrides).config;
+  const Config c = config_for_checkpoint(checkpoint, args.config, args.overrides, CheckpointUse::evaluate).config;
   apply_threads(c.run);
   apply_backend_settings(c.run);
   const torch::Device device = select_device(c.run.device);

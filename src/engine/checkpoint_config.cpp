@@ -24,22 +24,24 @@ void collect_changes(const json& before, const json& after, const std::string& p
 }
 
 // Keys whose change makes the saved state meaningless: the model (its weights would not fit), the optimizer kind
-// (its state would not fit) and the data kind (the classes would not mean the same). A section name covers
+// (its state would not fit) and the data kind (the classes would not mean the same); an evaluation reads only the
+// weights, so there only the model counts. A section name covers
 // every key in it. model.weights (and its sha256) / init_from / init_exclude / head_init_scale only seed a new run's
 // weights (on resume the checkpoint's weights win), and model.freeze only says which of them train (the optimizer holds
 // every parameter either way), so those may change.
-bool refused_on_resume(const std::string& key) {
-  static const std::vector<std::string> refused{"model", "optim.name", "data.kind"};
+bool refused(const std::string& key, CheckpointUse use) {
+  static const std::vector<std::string> on_resume{"model", "optim.name", "data.kind"}, on_evaluate{"model"};
+  const auto& keys = use == CheckpointUse::continue_training ? on_resume : on_evaluate;
   static const std::vector<std::string> allowed{"model.weights",      "model.weights_sha256",  "model.init_from",
                                                 "model.init_exclude", "model.head_init_scale", "model.freeze"};
   auto covers = [&](const std::string& entry) { return key == entry || key.rfind(entry + ".", 0) == 0; };
-  return std::any_of(refused.begin(), refused.end(), covers) && std::none_of(allowed.begin(), allowed.end(), covers);
+  return std::any_of(keys.begin(), keys.end(), covers) && std::none_of(allowed.begin(), allowed.end(), covers);
 }
 
 }  // namespace
 
 CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const std::string& config_file,
-                                       const std::vector<std::string>& overrides) {
+                                       const std::vector<std::string>& overrides, CheckpointUse use) {
   const json& saved = checkpoint.meta().config;
   json j = config_file.empty() ? saved : load_json_file(config_file);
   for (const auto& o : overrides) apply_override(j, o);
@@ -62,9 +64,13 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
     data.val_files = saved_data.value("val_files", std::vector<std::string>{});
   collect_changes(saved, config_to_json(result.config), "", result.changes);
   for (const auto& change : result.changes)
-    if (refused_on_resume(change.key))
-      throw CheckpointError(checkpoint.path().string() + " cannot continue with " + change.describe() +
-                            " (the model, optim.name and data.kind cannot change on resume; start a new run instead)");
+    if (refused(change.key, use))
+      throw CheckpointError(
+          checkpoint.path().string() +
+          (use == CheckpointUse::continue_training
+               ? " cannot continue with " + change.describe() +
+                     " (the model, optim.name and data.kind cannot change on resume; start a new run instead)"
+               : " cannot be evaluated with " + change.describe() + " (its weights fit only its own model)"));
   return result;
 }
 

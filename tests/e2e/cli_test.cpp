@@ -148,6 +148,10 @@ TEST(Cli, ResumeWithAnotherModelIsRefused) {
   EXPECT_NE(r.output.find("cannot continue with model.num_classes: 10 -> 12"), std::string::npos) << r.output;
   const auto e = trainer_cli("eval --checkpoint " + (out / "last.pt").string() + " --set model.dropout=0.5");
   EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.output.find("cannot be evaluated with model.dropout: -1.0 -> 0.5"), std::string::npos) << e.output;
+  // An evaluation reads only the model: a config with another optimizer (the one a sweep shares) is fine.
+  const auto other = trainer_cli("eval --checkpoint " + (out / "last.pt").string() + " --set optim.name=adamw");
+  EXPECT_EQ(other.exit_code, 0) << other.output;
 }
 
 TEST(Cli, SmokeRunsTheWholePipeline) {

@@ -1,6 +1,6 @@
 // What a checkpoint is continued, evaluated or exported with: its config (the checkpoint's own, or --config, plus
-// --set overrides; changes that would make the saved state meaningless, the model, optim.name and data.kind, are
-// refused) and its model with the raw or EMA weights.
+// --set overrides; changes that would make the saved state meaningless are refused: for training on, the model,
+// optim.name and data.kind; for an evaluation, the model) and its model with the raw or EMA weights.
 //   const Config c = config_for_checkpoint(checkpoint, args.config, args.overrides).config;
 //   ClassifierPtr model = model_from_checkpoint(checkpoint, c.model, input, args.ema);
 #pragma once
@@ -29,9 +29,15 @@ struct CheckpointConfig {
   std::vector<ConfigChange> changes;
 };
 
+// What the checkpoint is read for: training on from it refuses another model, optimizer kind or data kind; an
+// evaluation, export or prediction uses only the model, so only the model is refused (a run tuned with AdamW is
+// evaluated under a config that says SGD, or on a folder after training on shards).
+enum class CheckpointUse { continue_training, evaluate };
+
 // Throws CheckpointError naming the first refused key that differs.
 CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const std::string& config_file,
-                                       const std::vector<std::string>& overrides);
+                                       const std::vector<std::string>& overrides,
+                                       CheckpointUse use = CheckpointUse::continue_training);
 
 // The checkpoint's model built for `input` (on the CPU, float32) with its weights, or with its EMA weights when
 // `ema`: a CheckpointError when it holds none.
