@@ -25,10 +25,10 @@ void collect_changes(const json& before, const json& after, const std::string& p
 
 // Keys whose change makes the saved state meaningless: the model (its weights would not fit), the optimizer kind
 // (its state would not fit) and the data kind (the classes would not mean the same); an evaluation reads only the
-// weights, so there only the model counts. A section name covers
-// every key in it. model.weights (and its sha256) / init_from / init_exclude / head_init_scale only seed a new run's
-// weights (on resume the checkpoint's weights win), and model.freeze only says which of them train (the optimizer holds
-// every parameter either way), so those may change.
+// weights, so there only the model counts. A section name covers every key in it. model.weights (and its sha256) /
+// init_from / init_exclude / head_init_scale only seed a new run's weights (on resume the checkpoint's weights win),
+// and model.freeze only says which of them train (the optimizer holds every parameter either way), so those may
+// change.
 bool refused(const std::string& key, CheckpointUse use) {
   static const std::vector<std::string> on_resume{"model", "optim.name", "data.kind"}, on_evaluate{"model"};
   const auto& keys = use == CheckpointUse::continue_training ? on_resume : on_evaluate;
