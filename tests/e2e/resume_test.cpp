@@ -174,7 +174,7 @@ TEST(Resume, MidEpochIsBitIdenticalWithStochasticDepth) {
 
 // Swin's stochastic depth goes through the same call and generator: a Swin-T resumed mid-epoch (32 px photos,
 // rate 0.5) drops the same samples' branches as one that never stopped.
-TEST(Resume, MidEpochIsBitIdenticalForSwinWithStochasticDepth) {
+TEST(SwinResume, MidEpochIsBitIdenticalWithStochasticDepth) {
   TempDir photos;
   write_image_folder(photos.path(), {2, 5, 1, true});
   expect_mid_epoch_resume_is_exact(
