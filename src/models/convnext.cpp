@@ -11,7 +11,7 @@ namespace nn = torch::nn;
 
 namespace {
 
-constexpr double kEps = 1e-6;
+constexpr double kConvNextLayerNormEps = 1e-6;
 constexpr double kLayerScale = 1e-6;
 
 nn::Conv2d biased_conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding = 0,
@@ -25,9 +25,9 @@ class ConvAndNorm final : public Block {
  public:
   ConvAndNorm(int64_t in, int64_t out, int64_t kernel, bool norm_first) : norm_first_(norm_first) {
     const int64_t norm_width = norm_first ? in : out;
-    if (norm_first) norm_ = register_module("0", std::make_shared<LayerNorm2d>(norm_width, kEps));
+    if (norm_first) norm_ = register_module("0", std::make_shared<LayerNorm2d>(norm_width, kConvNextLayerNormEps));
     conv_ = register_module(norm_first ? "1" : "0", biased_conv(in, out, kernel, kernel));
-    if (!norm_first) norm_ = register_module("1", std::make_shared<LayerNorm2d>(norm_width, kEps));
+    if (!norm_first) norm_ = register_module("1", std::make_shared<LayerNorm2d>(norm_width, kConvNextLayerNormEps));
   }
 
   torch::Tensor forward(torch::Tensor x) override {
@@ -51,7 +51,7 @@ class ConvAndNorm final : public Block {
 struct CNBlockLayers final : nn::Module {
   explicit CNBlockLayers(int64_t dim) {
     depthwise = register_module("0", biased_conv(dim, dim, 7, 1, 3, dim));
-    norm = register_module("2", nn::LayerNorm(nn::LayerNormOptions({dim}).eps(kEps)));
+    norm = register_module("2", nn::LayerNorm(nn::LayerNormOptions({dim}).eps(kConvNextLayerNormEps)));
     expand = register_module("3", nn::Linear(dim, 4 * dim));
     project = register_module("5", nn::Linear(4 * dim, dim));
   }
@@ -76,7 +76,7 @@ class CNBlock final : public Block {
 
   std::string describe(LayerGraph& g, const std::string& x, const std::string& prefix) const override {
     const std::string p = prefix + ".block";
-    std::string y = g.layer_norm_2d(g.conv(x, p + ".0", *block_->depthwise), p + ".2", kEps);
+    std::string y = g.layer_norm_2d(g.conv(x, p + ".0", *block_->depthwise), p + ".2", kConvNextLayerNormEps);
     y = g.pixel_linear(g.activation(g.pixel_linear(y, p + ".3"), LayerKind::gelu), p + ".5");
     return g.add(g.scale(y, prefix + ".layer_scale"), x);  // stochastic depth is the identity in eval mode
   }
@@ -114,7 +114,7 @@ ConvNeXt::ConvNeXt(const ConvNeXtSpec& spec, int64_t in_channels, int64_t num_cl
   register_module("features", features);
   // classifier: 0 LayerNorm2d, 1 Flatten, 2 Linear; dropout (0 in torchvision) before the Linear.
   classifier = register_module("classifier", std::make_shared<nn::Module>());
-  norm = classifier->register_module("0", std::make_shared<LayerNorm2d>(spec.widths[3], kEps));
+  norm = classifier->register_module("0", std::make_shared<LayerNorm2d>(spec.widths[3], kConvNextLayerNormEps));
   head = classifier->register_module("2", nn::Linear(spec.widths[3], num_classes));
   dropout = register_module("dropout", nn::Dropout(p));
 

@@ -16,9 +16,9 @@ namespace nn = torch::nn;
 
 namespace {
 
-constexpr double kEps = 1e-6;
+constexpr double kVitLayerNormEps = 1e-6;
 
-nn::LayerNorm layer_norm(int64_t dim) { return nn::LayerNorm(nn::LayerNormOptions({dim}).eps(kEps)); }
+nn::LayerNorm layer_norm(int64_t dim) { return nn::LayerNorm(nn::LayerNormOptions({dim}).eps(kVitLayerNormEps)); }
 
 // EncoderBlock: x + dropout(attention(ln_1(x))), then + mlp(ln_2(.)).
 struct EncoderBlock final : nn::Module {
@@ -99,11 +99,11 @@ std::optional<LayerGraph> VisionTransformer::inference_graph() const {
   std::string x = g.vit_embedding(g.conv(g.input, "conv_proj", *conv_proj_), "");
   for (int64_t i = 0; i < spec_.layers; ++i) {
     const std::string p = "encoder.layers.encoder_layer_" + std::to_string(i) + ".";
-    x = g.add(g.self_attention(g.layer_norm_2d(x, p + "ln_1", kEps), p + "self_attention", spec_.heads), x);
-    const std::string h = g.pixel_linear(g.layer_norm_2d(x, p + "ln_2", kEps), p + "mlp.0");
+    x = g.add(g.self_attention(g.layer_norm_2d(x, p + "ln_1", kVitLayerNormEps), p + "self_attention", spec_.heads), x);
+    const std::string h = g.pixel_linear(g.layer_norm_2d(x, p + "ln_2", kVitLayerNormEps), p + "mlp.0");
     x = g.add(x, g.pixel_linear(g.activation(h, LayerKind::gelu), p + "mlp.3"));
   }
-  g.output = g.linear(g.first_token(g.layer_norm_2d(x, "encoder.ln", kEps)), "heads.head");
+  g.output = g.linear(g.first_token(g.layer_norm_2d(x, "encoder.ln", kVitLayerNormEps)), "heads.head");
   return g;
 }
 

@@ -5,8 +5,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <chrono>
+#include <set>
+#include <thread>
+
 #include "e2e/e2e_support.hpp"
 #include "support/image_folder_fixture.hpp"
+#include "trainer/data/sources/shard_source.hpp"
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
@@ -141,6 +146,64 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
             std::string::npos)
       << bad.output;
   EXPECT_NE(bad.output.find("1 with problems"), std::string::npos) << bad.output;
+}
+
+// Waits (a hang guard, not a timing assertion) until `done` holds.
+template <class F>
+bool eventually(F done) {
+  for (int i = 0; i < 30000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done();
+}
+
+// The read-ahead (data.shards.read_ahead) against the loopback server: the images of a planned batch, fetched by
+// threads of their own, are the shard's bytes, each range fetched once; with 0 the workers fetch their own.
+TEST(Shards, RemoteImagesFetchedAheadAreTheShardsBytesEachRangeFetchedOnce) {
+  ShardedFolder f;
+  WeightsServer server(f.dir.path());
+  fs::remove_all(server.root());
+  fs::copy(f.shards, server.root(), fs::copy_options::recursive);
+  DataConfig local;
+  local.kind = DataKind::shards;
+  local.root = f.shards.string();
+  DataConfig remote = local;
+  remote.root = server.address("");
+  const auto disk = open_shards(local, /*train=*/true, 0, 3);
+  const auto http = open_shards(remote, /*train=*/true, 0, 3);
+  ASSERT_EQ(http->size(), 12u);
+  const size_t opening = server.requests().size();  // shards.json and the indexes
+  std::vector<size_t> all;
+  for (size_t i = 0; i < http->size(); ++i) all.push_back(i);
+  http->prefetch(all);
+  ASSERT_TRUE(eventually([&] { return http->read_ahead_counts().fetched == all.size(); }));
+  std::vector<uint8_t> a, b;
+  for (size_t i : all) {
+    ASSERT_TRUE(disk->read_encoded(i, a) && http->read_encoded(i, b));
+    EXPECT_EQ(a, b) << i;
+  }
+  const ReadAhead::Counts c = http->read_ahead_counts();
+  EXPECT_EQ(c.taken, 12u);
+  EXPECT_EQ(c.missed + c.failed + c.evicted, 0u);
+  const std::string fetched = server.requests().substr(opening);
+  std::set<std::string> ranges;
+  size_t lines = 0;
+  for (size_t at = 0, end; (end = fetched.find('\n', at)) != std::string::npos; at = end + 1, ++lines) {
+    EXPECT_NE(fetched.find(" range=bytes=", at), std::string::npos) << fetched;
+    ranges.insert(fetched.substr(at, end - at));
+  }
+  EXPECT_EQ(lines, 12u) << fetched;  // one range per image, none twice
+  EXPECT_EQ(ranges.size(), 12u) << fetched;
+
+  remote.shards.read_ahead = 0;
+  const auto own = open_shards(remote, /*train=*/true, 0, 3);
+  own->prefetch(all);
+  for (size_t i : all) {
+    ASSERT_TRUE(disk->read_encoded(i, a) && own->read_encoded(i, b));
+    EXPECT_EQ(a, b) << i;
+  }
+  EXPECT_EQ(own->read_ahead_counts().requested, 0u);
+  // Local shards are read where they lie: nothing is fetched ahead.
+  disk->prefetch(all);
+  EXPECT_EQ(disk->read_ahead_counts().requested, 0u);
 }
 
 TEST(Shards, AMidEpochStopResumesExactlyOnOneProcessAndOnTwo) {

@@ -284,6 +284,7 @@ struct ShardsConfig {
   std::string train;
   std::string val;
   std::string label = "cls";
+  int64_t read_ahead = 8;
 
   template <class V>
   void visit(V& v) {
@@ -294,6 +295,10 @@ struct ShardsConfig {
     v.field("label", label,
             "where a sample's class index is: \"cls\" (a member holding the number as text) or \"json:FIELD\" "
             "(an integer field of the sample's .json member)");
+    v.field("read_ahead", read_ahead,
+            "remote shards: connections that fetch the planned batches' images ahead of the loader workers, so a "
+            "worker does not wait a round trip per image (0: each worker fetches its own when it reaches it)",
+            Range::between(0, 256));
   }
 };
 

@@ -126,6 +126,14 @@ void BatchDataset::fill(ImageBatch& batch, size_t b, size_t sample) const {
   if (profile_) profile_->add_sample(times);
 }
 
+void BatchDataset::prefetch(const std::vector<size_t>& indices) const {
+  const size_t size = source_->size();
+  std::vector<size_t> samples;
+  samples.reserve(indices.size());
+  for (size_t i : indices) samples.push_back(i % size);  // copy k of sample i is index i + k * size
+  source_->prefetch(samples);
+}
+
 ImageBatch BatchDataset::get_batch(const std::vector<size_t>& indices) const {
   ImageBatch batch = allocate(indices.size(), {});
   for (size_t b = 0; b < indices.size(); ++b) fill(batch, b, indices[b]);

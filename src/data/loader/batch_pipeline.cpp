@@ -58,6 +58,7 @@ void BatchPipeline::top_up() {
       b->next_slot = b->done = plan->indices.size();
     }
     b->plan = std::move(*plan);
+    if (!b->error) b->plan.dataset->prefetch(b->plan.indices);  // remote samples start on their way now
     queue_.push_back(std::move(b));
   }
 }

@@ -20,14 +20,16 @@ ShardFile::ShardFile(std::string location) : location_(std::move(location)), rem
 
 uint64_t ShardFile::size() const { return file_ ? file_->size() : 0; }
 
-void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out) const {
+void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out, bool retry) const {
   if (size == 0) {  // an empty member (a range request of 0 bytes would ask for the whole shard)
     out.clear();
     return;
   }
   if (remote_) {
     try {
-      http_read(location_, offset, size, out);
+      HttpOptions options;
+      if (!retry) options.attempts = 1;
+      http_read(location_, offset, size, out, options);
     } catch (const Error& e) {
       throw DataError(e.message() + " (shard " + location_ + ", offset " + std::to_string(offset) + ")");
     }

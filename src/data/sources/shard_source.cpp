@@ -21,16 +21,46 @@ namespace trainer {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The most fetched-ahead bytes held at once: the batches in flight (data.prefetch, at most 64) of ImageNet-sized
+// images take a few tens of MB; this bounds a pipeline that stopped with fetched images unread.
+constexpr uint64_t kReadAheadBytes = uint64_t{256} << 20;
+
+}  // namespace
+
 ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
                          std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
-                         int64_t channels)
+                         int64_t channels, size_t read_ahead)
     : root_(std::move(root)),
       shards_(std::move(shards)),
       keys_(std::move(keys)),
       addresses_(std::move(addresses)),
       class_names_(std::move(class_names)),
       spec_(spec),
-      channels_(channels) {}
+      channels_(channels) {
+  const bool remote = std::any_of(shards_.begin(), shards_.end(), [](const auto& s) { return s->remote(); });
+  if (!remote || read_ahead == 0) return;
+  read_ahead_ = std::make_unique<ReadAhead>(
+      [this](size_t i, std::vector<uint8_t>& out) {
+        const ShardAddress& a = addresses_.at(i);
+        shards_[a.shard]->read(a.offset, a.size, out, /*retry=*/false);
+      },
+      read_ahead, kReadAheadBytes);
+}
+
+void ShardSource::prefetch(const std::vector<size_t>& indices) const {
+  if (!read_ahead_) return;
+  try {
+    read_ahead_->request(indices);
+  } catch (const std::exception&) {
+    // A hint that cannot be queued (no thread could start): the workers read these samples themselves.
+  }
+}
+
+ReadAhead::Counts ShardSource::read_ahead_counts() const {
+  return read_ahead_ ? read_ahead_->counts() : ReadAhead::Counts{};
+}
 
 void ShardSource::read_into(size_t i, const ReadContext& context, cv::Mat& out) const {
   EncodedImage unused;
@@ -42,6 +72,7 @@ bool ShardSource::read_or_defer(size_t i, const ReadContext& context, cv::Mat& o
 }
 
 bool ShardSource::read_encoded(size_t i, std::vector<uint8_t>& bytes) const {
+  if (read_ahead_ && read_ahead_->take(i, bytes)) return true;
   const ShardAddress& a = addresses_.at(i);
   shards_[a.shard]->read(a.offset, a.size, bytes);
   return true;
@@ -253,8 +284,8 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
   }
   if (addresses.empty()) throw DataError(data.root + ": the " + split + " shards hold no samples");
   return std::make_shared<ShardSource>(data.root, std::move(files), std::move(keys), std::move(addresses),
-                                       std::move(classes), make_transform_spec(data, augment.value_or(train)),
-                                       channels);
+                                       std::move(classes), make_transform_spec(data, augment.value_or(train)), channels,
+                                       static_cast<size_t>(data.shards.read_ahead));
 }
 
 }  // namespace trainer

@@ -20,6 +20,12 @@ class SubsetSource final : public ImageSource {
   bool read_encoded(size_t i, std::vector<uint8_t>& bytes) const override {
     return base_->read_encoded(indices_.at(i), bytes);
   }
+  void prefetch(const std::vector<size_t>& indices) const override {
+    std::vector<size_t> mapped;
+    mapped.reserve(indices.size());
+    for (size_t i : indices) mapped.push_back(indices_.at(i));
+    base_->prefetch(mapped);
+  }
   const std::vector<std::string>& class_names() const override { return base_->class_names(); }
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(indices_.at(i)); }
@@ -44,6 +50,7 @@ class RenamedSource final : public ImageSource {
     return base_->read_or_defer(i, context, out, deferred);
   }
   bool read_encoded(size_t i, std::vector<uint8_t>& bytes) const override { return base_->read_encoded(i, bytes); }
+  void prefetch(const std::vector<size_t>& indices) const override { base_->prefetch(indices); }
   const std::vector<std::string>& class_names() const override { return names_; }
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(i); }

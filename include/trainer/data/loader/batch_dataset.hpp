@@ -52,6 +52,8 @@ class BatchDataset {
   // sampler's order) read into its slot `b`. fill() is thread-safe for distinct slots of a batch.
   ImageBatch allocate(size_t n, ImageBatch spare, size_t room = 0) const;
   void fill(ImageBatch& batch, size_t b, size_t index) const;
+  // Tells the source which samples (entries of the sampler's order) a planned batch will read (ImageSource::prefetch).
+  void prefetch(const std::vector<size_t>& indices) const;
   size_t size() const { return source_->size(); }
 
  private:

@@ -57,6 +57,9 @@ class ImageSource {
   // The encoded image file of sample i as stored (a folder's file, a shard's member), for the read and decode rates
   // of `bench data --decode-only` and doctor; false for sources without image files.
   virtual bool read_encoded(size_t /*i*/, std::vector<uint8_t>& /*bytes*/) const { return false; }
+  // A hint from the loader as it plans a batch: these samples are read soon, about in this order. Sources whose
+  // reads wait on a network start fetching them (ShardSource over http); the others ignore it. Thread-safe and cheap.
+  virtual void prefetch(const std::vector<size_t>& /*indices*/) const {}
   virtual const std::vector<std::string>& class_names() const = 0;
   // The shape every sample has after loading (the batch shape without the batch dimension).
   virtual ImageShape shape() const = 0;

@@ -27,8 +27,8 @@ class ShardFile {
   uint64_t size() const;
 
   // `size` bytes from `offset` into `out`. Throws DataError naming the shard and the offset (past the end of a local
-  // shard; an address that fails after its retries).
-  void read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out) const;
+  // shard; an address that fails after its retries, or at once without `retry`).
+  void read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out, bool retry = true) const;
 
   // The samples, from the shard's index (shard_index_location) when it has one, else from its tar headers (a local
   // shard only, mapped for the one pass: an address without an index is refused, naming the index). `write_index`: a

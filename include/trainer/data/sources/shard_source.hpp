@@ -3,7 +3,8 @@
 // every sample has an address: the loader's epoch order, ranks, resume and bad-sample rules are the folder's, and
 // shards packed from a folder by `trainer shards make` give the same samples in the same order, pixel for pixel.
 // Local shards stay open and an image is one positional read (no open() per sample); remote ones are read a member
-// at a time with HTTP range requests (http_range.hpp), which fetch the image's bytes and nothing else.
+// at a time with HTTP range requests (http_range.hpp), which fetch the image's bytes and nothing else, by threads of
+// their own ahead of the loader workers (read_ahead.hpp, data.shards.read_ahead) as the loader plans its batches.
 //   auto train = open_shards(config.data, /*train=*/true, config.model.num_classes, config.model.in_channels);
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "trainer/data/pixels/transform.hpp"
 #include "trainer/data/sources/image_folder.hpp"
 #include "trainer/data/sources/image_source.hpp"
+#include "trainer/data/sources/read_ahead.hpp"
 #include "trainer/data/sources/shard_file.hpp"
 
 namespace trainer {
@@ -29,21 +31,25 @@ struct ShardAddress {
 
 class ShardSource final : public ImageSource {
  public:
-  // `keys` holds each sample's key and label; `addresses` its image member.
+  // `keys` holds each sample's key and label; `addresses` its image member. `read_ahead`: threads fetching remote
+  // images ahead of the workers (0: none; local shards never have them).
   ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
               std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
-              int64_t channels);
+              int64_t channels, size_t read_ahead = 0);
 
   size_t size() const override { return keys_.size(); }
   int64_t label(size_t i) const override { return keys_.label(i); }
   void read_into(size_t i, const ReadContext& context, cv::Mat& out) const override;
   bool read_or_defer(size_t i, const ReadContext& context, cv::Mat& out, EncodedImage& deferred) const override;
   bool read_encoded(size_t i, std::vector<uint8_t>& bytes) const override;
+  void prefetch(const std::vector<size_t>& indices) const override;
   const std::vector<std::string>& class_names() const override { return class_names_; }
   ImageShape shape() const override { return {spec_.size, spec_.size, channels_}; }
   std::string describe() const override;
   // "SHARD#KEY", as webdataset names a sample.
   std::string sample_name(size_t i) const override;
+  // What the read-ahead did (all zero without one): for `bench data` and tests.
+  ReadAhead::Counts read_ahead_counts() const;
 
  private:
   bool read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer, EncodedImage& deferred) const;
@@ -55,6 +61,7 @@ class ShardSource final : public ImageSource {
   std::vector<std::string> class_names_;
   TransformSpec spec_;
   int64_t channels_;
+  std::unique_ptr<ReadAhead> read_ahead_;  // null for local shards and with data.shards.read_ahead 0
 };
 
 // The train split (data.shards.train, or shards.json's "train" list under data.root) or the eval split ("val").
