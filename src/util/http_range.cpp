@@ -69,6 +69,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
                          const HttpOptions& options, bool& final, long& status) {
   out.clear();
+  if (size > 0) out.reserve(size);  // one allocation, not a doubling per 16 KB that curl hands over
   Body body{&out, size == 0 ? options.max_bytes : size, false};
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());

@@ -50,6 +50,9 @@ bool ReadAhead::take(size_t key, std::vector<uint8_t>& out) {
   }
   out.swap(it->second.bytes);
   held_bytes_ -= out.size();
+  // The reader's previous buffer is kept for a later fetch: a fresh one per image would come from the kernel,
+  // zeroed a page fault at a time.
+  if (spares_.size() < thread_count_ * 2) spares_.push_back(std::move(it->second.bytes));
   entries_.erase(it);
   ++counts_.taken;
   return true;
@@ -89,8 +92,12 @@ void ReadAhead::work() {
     if (it == entries_.end() || it->second.state != State::queued) continue;  // claimed by its worker
     it->second.state = State::fetching;
     const uint64_t serial = it->second.serial;
-    lock.unlock();
     std::vector<uint8_t> bytes;
+    if (!spares_.empty()) {
+      bytes = std::move(spares_.back());
+      spares_.pop_back();
+    }
+    lock.unlock();
     bool ok = true;
     try {
       fetch_(key, bytes);

@@ -66,6 +66,7 @@ class ReadAhead {
   std::unordered_map<size_t, Entry> entries_;
   std::deque<size_t> queue_;                            // keys to fetch, oldest first (claimed ones are skipped)
   std::deque<std::pair<size_t, uint64_t>> done_order_;  // (key, serial) of fetched entries, oldest first
+  std::vector<std::vector<uint8_t>> spares_;  // buffers readers gave back, for the next fetches
   uint64_t held_bytes_ = 0;
   uint64_t next_serial_ = 0;
   Counts counts_;
