@@ -135,6 +135,50 @@ TEST(TarMembers, DamageIsAOneLineErrorNamingTheShardAndOffset) {
             data_error("tar member name \"" + std::string(101, 'n') + "\": must be 1 to 100 bytes in a ustar header"));
 }
 
+// A tar fed a piece at a time (a remote shard read through without its index) lists what the whole one lists.
+std::vector<TarMember> streamed(const std::string& tar, size_t piece) {
+  TarMemberStream stream("t.tar");
+  for (size_t at = 0; at < tar.size() && !stream.done(); at += piece)
+    stream.feed(reinterpret_cast<const uint8_t*>(tar.data()) + at, std::min(piece, tar.size() - at));
+  return stream.finish();
+}
+
+TEST(TarMembers, FedAPieceAtATimeTheyListTheSameAndRefuseTheSame) {
+  const std::string long_name = std::string(150, 'd') + "/key.jpg";
+  const std::string pax = "27 path=dir/a.pax.name.jpg\n";
+  const std::string tar = tar_of({{ustar_header("a.jpg", 5), "hello"},
+                                  {ustar_header("empty.cls", 0), ""},
+                                  {typed_header("././@LongLink", long_name.size() + 1, 'L'), long_name + '\0'},
+                                  {ustar_header("ignored", 2), "ab"},
+                                  {typed_header("PaxHeaders/x", pax.size(), 'x'), pax},
+                                  {ustar_header("short", 600), std::string(600, 'p')}});
+  const auto whole = members_of(tar);
+  ASSERT_EQ(whole.size(), 4u);
+  for (size_t piece : {size_t{1}, size_t{7}, size_t{512}, size_t{513}, tar.size()}) {
+    const auto m = streamed(tar, piece);
+    ASSERT_EQ(m.size(), whole.size()) << piece;
+    for (size_t i = 0; i < m.size(); ++i) {
+      EXPECT_EQ(m[i].name, whole[i].name) << piece;
+      EXPECT_EQ(m[i].offset, whole[i].offset) << piece;
+      EXPECT_EQ(m[i].size, whole[i].size) << piece;
+    }
+    EXPECT_EQ(error_of<DataError>([&] { streamed(tar.substr(0, 514), piece); }),
+              data_error("t.tar: tar header at offset 0: the member's 5 bytes run past the end of the file at 514 (a "
+                         "truncated shard)"));
+    EXPECT_EQ(error_of<DataError>([&] { streamed(tar.substr(0, 1024 + 300), piece); }),
+              data_error("t.tar: tar header at offset 1024: cut short (300 of 512 bytes)"));
+  }
+  // Past the end blocks nothing is read.
+  TarMemberStream stream("t.tar");
+  stream.feed(reinterpret_cast<const uint8_t*>(tar.data()), tar.size());
+  EXPECT_TRUE(stream.done());
+  // A long-name or pax record is gathered in memory, so one over 1 MiB (no name is) is refused at its header.
+  EXPECT_EQ(error_of<DataError>(
+                [&] { members_of(typed_header("././@LongLink", (1 << 20) + 1, 'L') + std::string(1024, '\0')); }),
+            data_error("t.tar: tar header at offset 0: a GNU long name or pax record of 1048577 bytes (more than 1 "
+                       "MiB)"));
+}
+
 TEST(ShardIndex, ReadsDalisVersionsAndRefusesAnIndexThatIsNotTheShards) {
   const auto v12 =
       parse_shard_index("v1.2 2\njpg 512 100 k/a.jpg cls 1024 1 k/a.cls\n\npng 1536 7 b.png\n", "s.idx", 2048);

@@ -1,5 +1,6 @@
 #include "trainer/data/sources/tar_members.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -10,6 +11,7 @@ namespace trainer {
 namespace {
 
 constexpr uint64_t kBlock = 512;
+constexpr uint64_t kMostRecordBytes = uint64_t{1} << 20;  // a GNU long name or a pax record: names, not data
 
 // A NUL-terminated field of at most `width` bytes.
 std::string text_field(const uint8_t* header, size_t at, size_t width) {
@@ -103,45 +105,87 @@ void read_pax(std::string_view records, std::string& path, uint64_t& size, bool&
 
 }  // namespace
 
-std::vector<TarMember> list_tar_members(const uint8_t* data, uint64_t size, const std::string& where) {
-  std::vector<TarMember> members;
-  std::string long_name;  // from a GNU 'L' or pax record, for the next header
-  uint64_t pax_size = 0;
-  bool has_pax_size = false;
-  uint64_t at = 0;
-  while (at < size) {
-    if (size - at < kBlock) bad_header(where, at, "cut short (" + std::to_string(size - at) + " of 512 bytes)");
-    const uint8_t* header = data + at;
-    if (all_zero(header)) break;  // the end-of-archive blocks
-    check_sum(header, where, at);
-    uint64_t member_size = number_field(header, 124, 12, where, at, "the size field");
-    if (has_pax_size) member_size = pax_size;
-    const char type = static_cast<char>(header[156]);
-    const uint64_t begin = at + kBlock;
-    if (member_size > size - begin)
-      bad_header(where, at,
-                 "the member's " + std::to_string(member_size) + " bytes run past the end of the file at " +
-                     std::to_string(size) + " (a truncated shard)");
-    std::string name = text_field(header, 0, 100);
-    // POSIX ustar's prefix field; GNU tar's "ustar  " magic uses those bytes for other things.
-    if (std::memcmp(header + 257, "ustar\0", 6) == 0) {
-      const std::string prefix = text_field(header, 345, 155);
-      if (!prefix.empty()) name = prefix + "/" + name;
+void TarMemberStream::feed(const uint8_t* data, size_t size) {
+  while (size > 0 && !done_) {
+    if (body_left_ > 0) {  // a member's bytes: passed over, or gathered for a GNU long name or pax record
+      const auto k = static_cast<size_t>(std::min<uint64_t>(size, body_left_));
+      if (type_ == 'L' || type_ == 'x') record_.append(reinterpret_cast<const char*>(data), k);
+      body_left_ -= k, data += k, size -= k, at_ += k;
+      if (body_left_ == 0) end_member();
+      continue;
     }
-    const std::string_view body(reinterpret_cast<const char*>(data + begin), member_size);
-    if (type == 'L') {
-      long_name = std::string(body.substr(0, body.find('\0')));
-    } else if (type == 'x') {
-      read_pax(body, long_name, pax_size, has_pax_size, where, at);
-    } else {
-      if (type == '0' || type == '\0' || type == '7')
-        members.push_back({long_name.empty() ? std::move(name) : long_name, begin, member_size});
-      long_name.clear();  // 'g' (global pax), 'K' and the rest are skipped; their names never carry over
-      has_pax_size = false;
+    if (padding_left_ > 0) {
+      const auto k = static_cast<size_t>(std::min<uint64_t>(size, padding_left_));
+      padding_left_ -= k, data += k, size -= k, at_ += k;
+      continue;
     }
-    at = begin + member_size + tar_padding(member_size);
+    const size_t k = std::min(size, static_cast<size_t>(kBlock) - header_.size());
+    header_.append(reinterpret_cast<const char*>(data), k);
+    data += k, size -= k, at_ += k;
+    if (header_.size() < kBlock) continue;
+    header_at_ = at_ - kBlock;
+    begin_member();
+    header_.clear();
+    if (!done_ && body_left_ == 0) end_member();  // an empty member
   }
-  return members;
+}
+
+void TarMemberStream::begin_member() {
+  const auto* header = reinterpret_cast<const uint8_t*>(header_.data());
+  if (all_zero(header)) {  // the end-of-archive blocks
+    done_ = true;
+    return;
+  }
+  check_sum(header, where_, header_at_);
+  member_size_ = number_field(header, 124, 12, where_, header_at_, "the size field");
+  if (has_pax_size_) member_size_ = pax_size_;
+  type_ = static_cast<char>(header[156]);
+  if ((type_ == 'L' || type_ == 'x') && member_size_ > kMostRecordBytes)
+    bad_header(where_, header_at_,
+               "a GNU long name or pax record of " + std::to_string(member_size_) + " bytes (more than 1 MiB)");
+  std::string name = text_field(header, 0, 100);
+  // POSIX ustar's prefix field; GNU tar's "ustar  " magic uses those bytes for other things.
+  if (std::memcmp(header + 257, "ustar\0", 6) == 0) {
+    const std::string prefix = text_field(header, 345, 155);
+    if (!prefix.empty()) name = prefix + "/" + name;
+  }
+  record_.clear();
+  if (type_ != 'L' && type_ != 'x') {
+    if (type_ == '0' || type_ == '\0' || type_ == '7')
+      members_.push_back({long_name_.empty() ? std::move(name) : long_name_, at_, member_size_});
+    long_name_.clear();  // 'g' (global pax), 'K' and the rest are skipped; their names never carry over
+    has_pax_size_ = false;
+  }
+  body_left_ = member_size_;
+  padding_left_ = tar_padding(member_size_);
+}
+
+void TarMemberStream::end_member() {
+  if (type_ == 'L') long_name_ = record_.substr(0, record_.find('\0'));
+  if (type_ == 'x') read_pax(record_, long_name_, pax_size_, has_pax_size_, where_, header_at_);
+  record_.clear();
+}
+
+std::vector<TarMember> TarMemberStream::finish() const {
+  if (done_) return members_;
+  if (!header_.empty())
+    bad_header(where_, at_ - header_.size(), "cut short (" + std::to_string(header_.size()) + " of 512 bytes)");
+  if (body_left_ > 0)
+    bad_header(where_, header_at_,
+               "the member's " + std::to_string(member_size_) + " bytes run past the end of the file at " +
+                   std::to_string(at_) + " (a truncated shard)");
+  return members_;  // the last member's padding may be missing, as Python's tarfile allows
+}
+
+std::vector<TarMember> list_tar_members(const uint8_t* data, uint64_t size, const std::string& where) {
+  TarMemberStream stream(where);
+  // Fed in pieces a size_t holds; a member's bytes are passed over, never copied.
+  for (uint64_t at = 0; at < size && !stream.done();) {
+    const auto n = static_cast<size_t>(std::min<uint64_t>(size - at, uint64_t{1} << 30));
+    stream.feed(data + at, n);
+    at += n;
+  }
+  return stream.finish();
 }
 
 std::string ustar_header(const std::string& name, uint64_t size) {

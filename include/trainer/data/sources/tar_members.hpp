@@ -5,6 +5,7 @@
 //   std::string block = ustar_header("000001.jpg", bytes.size());   // `trainer shards make`
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,9 +19,44 @@ struct TarMember {
 };
 
 // Throws DataError naming `where` and the header's offset for a checksum that does not match (not a tar, or a
-// damaged one), a malformed number field, a header cut short, or a member whose bytes run past the end (a truncated
-// file). The archive may end with its two zero blocks or, as Python's tarfile accepts, at a header boundary.
+// damaged one), a malformed number field, a header cut short, a member whose bytes run past the end (a truncated
+// file), or a GNU long name or pax record over 1 MiB. The archive may end with its two zero blocks or, as Python's
+// tarfile accepts, at a header boundary.
 std::vector<TarMember> list_tar_members(const uint8_t* data, uint64_t size, const std::string& where);
+
+// The same list from an archive fed a piece at a time (a remote shard without its index, read through once): only
+// headers and GNU/pax records are kept, never a member's bytes. list_tar_members is this fed in one piece, so both
+// list the same members and refuse the same archives with the same errors.
+//   TarMemberStream tar("https://host/train-000001.tar");
+//   while (!tar.done() && (n = receive(buffer))) tar.feed(buffer, n);
+//   std::vector<TarMember> members = tar.finish();
+class TarMemberStream {
+ public:
+  explicit TarMemberStream(std::string where) : where_(std::move(where)) {}
+  // Throws DataError as list_tar_members does.
+  void feed(const uint8_t* data, size_t size);
+  // The end-of-archive blocks were read: nothing after them is needed.
+  bool done() const { return done_; }
+  // At the end of the bytes: the members, or DataError for a header or member cut short.
+  std::vector<TarMember> finish() const;
+
+ private:
+  void begin_member();  // header_ holds a whole header
+  void end_member();    // a member's bytes have all been fed
+
+  std::string where_;
+  std::vector<TarMember> members_;
+  uint64_t at_ = 0;         // bytes fed so far
+  uint64_t header_at_ = 0;  // where the current member's header began
+  std::string header_;      // the header being gathered (under 512 bytes between feeds)
+  uint64_t body_left_ = 0, padding_left_ = 0, member_size_ = 0;
+  char type_ = 0;
+  std::string record_;     // a GNU 'L' or pax 'x' member's bytes, gathered
+  std::string long_name_;  // from a GNU 'L' or pax record, for the next header
+  uint64_t pax_size_ = 0;
+  bool has_pax_size_ = false;
+  bool done_ = false;
+};
 
 // One ustar header for a regular file of `size` bytes with fixed metadata (mode 0644, owner 0, time 0), so the same
 // members make the same bytes. `name` is at most 100 bytes. Throws DataError when it does not fit.
