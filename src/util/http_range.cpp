@@ -1,6 +1,7 @@
 #include "trainer/util/http_range.hpp"
 
 #include <chrono>
+#include <exception>
 #include <thread>
 
 #include "trainer/util/error.hpp"
@@ -64,13 +65,8 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// One request. Returns "" on success, else why it failed; `final` is set when retrying cannot help, `status` to the
-// answer's HTTP status (0: none).
-std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
-                         const HttpOptions& options, bool& final, long& status) {
-  out.clear();
-  if (size > 0) out.reserve(size);  // one allocation, not a doubling per 16 KB that curl hands over
-  Body body{&out, size == 0 ? options.max_bytes : size, false};
+// What every request sets: the address, redirects (never from https to http), timeouts, no signals.
+void set_common_options(CURL* curl, const std::string& url, const HttpOptions& options) {
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
@@ -85,11 +81,21 @@ std::string request_once(CURL* curl, const std::string& url, uint64_t offset, ui
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.connect_timeout_s));
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.stall_timeout_s));
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainer");
+}
+
+// One request. Returns "" on success, else why it failed; `final` is set when retrying cannot help, `status` to the
+// answer's HTTP status (0: none).
+std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
+                         const HttpOptions& options, bool& final, long& status) {
+  out.clear();
+  if (size > 0) out.reserve(size);  // one allocation, not a doubling per 16 KB that curl hands over
+  Body body{&out, size == 0 ? options.max_bytes : size, false};
+  set_common_options(curl, url, options);
   const std::string range = std::to_string(offset) + "-" + std::to_string(offset + size - 1);
   if (size > 0) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainer");
   const CURLcode result = curl_easy_perform(curl);
   status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
@@ -112,18 +118,107 @@ std::string request_once(CURL* curl, const std::string& url, uint64_t offset, ui
   return "";
 }
 
+// A whole file read through, resumed at `offset` when it is not 0.
+struct Stream {
+  const std::function<bool(const uint8_t*, size_t)>* sink = nullptr;
+  CURL* curl = nullptr;
+  uint64_t offset = 0;   // bytes handed to the sink so far, over every request
+  bool resumed = false;  // this request asked for the bytes from `offset` on
+  bool stopped = false;  // the sink needs no more
+  bool refused = false;  // the answer's status was not the one asked for: its bytes were not handed on
+  std::exception_ptr error;
+};
+
+size_t on_stream(char* data, size_t size, size_t count, void* user) {
+  auto& s = *static_cast<Stream*>(user);
+  long status = 0;
+  curl_easy_getinfo(s.curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status != (s.resumed ? 206 : 200)) {  // an error page, or the whole file again for a resumed read
+    s.refused = true;
+    return 0;
+  }
+  const size_t n = size * count;
+  try {
+    s.offset += n;
+    if ((*s.sink)(reinterpret_cast<const uint8_t*>(data), n)) return n;
+    s.stopped = true;
+  } catch (...) {
+    s.error = std::current_exception();  // never through libcurl's C frames
+  }
+  return 0;
+}
+
+std::string stream_once(CURL* curl, const std::string& url, Stream& stream, const HttpOptions& options, bool& final,
+                        long& status) {
+  set_common_options(curl, url, options);
+  const std::string range = std::to_string(stream.offset) + "-";
+  stream.resumed = stream.offset > 0;
+  if (stream.resumed) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &stream);
+  const CURLcode result = curl_easy_perform(curl);
+  status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  if (stream.error || stream.stopped) return "";
+  if (status >= 400 && status < 500) {
+    final = true;
+    return "the server answered HTTP " + std::to_string(status);
+  }
+  if (status >= 500) return "the server answered HTTP " + std::to_string(status);
+  if (stream.resumed && status == 200) {
+    final = true;
+    return "the connection dropped and the server cannot resume the file (HTTP 200 for a range request)";
+  }
+  if (stream.refused) return "the server answered HTTP " + std::to_string(status);
+  if (result != CURLE_OK) return curl_easy_strerror(result);
+  return "";
+}
+
+CURL* thread_curl(const std::string& url) {
+  thread_local ThreadHandle handle;
+  if (!handle.get()) throw DownloadError(url + ": libcurl could not start a transfer");
+  return handle.get();
+}
+
 }  // namespace
+
+void http_stream(const std::string& url, const std::function<bool(const uint8_t*, size_t)>& sink,
+                 const HttpOptions& options) {
+  CURL* curl = thread_curl(url);
+  Stream stream;
+  stream.sink = &sink;
+  stream.curl = curl;
+  std::string why;
+  long status = 0;
+  double wait_s = options.first_wait_s;
+  for (int failures = 0;;) {
+    bool final = false;
+    const uint64_t before = stream.offset;
+    why = stream_once(curl, url, stream, options, final, status);
+    if (stream.error) std::rethrow_exception(stream.error);
+    if (why.empty()) return;
+    if (stream.offset > before) {  // it moved on before it failed: a long read is not ended by drops far apart
+      failures = 0;
+      wait_s = options.first_wait_s;
+    }
+    if (final || ++failures >= options.attempts) break;
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+    wait_s *= 2;
+  }
+  const std::string message = url + ": reading it through, at byte " + std::to_string(stream.offset) + ": " + why;
+  if (status >= 400 && status < 500) throw HttpStatusError(message, status);
+  throw DownloadError(message);
+}
 
 void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
                const HttpOptions& options) {
-  thread_local ThreadHandle handle;
-  if (!handle.get()) throw DownloadError(url + ": libcurl could not start a transfer");
+  CURL* curl = thread_curl(url);
   std::string why;
   long status = 0;
   double wait_s = options.first_wait_s;
   for (int attempt = 1;; ++attempt) {
     bool final = false;
-    why = request_once(handle.get(), url, offset, size, out, options, final, status);
+    why = request_once(curl, url, offset, size, out, options, final, status);
     if (why.empty()) return;
     if (final || attempt >= options.attempts) break;
     std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
@@ -150,6 +245,10 @@ bool http_reachable(const std::string& url, std::string& why) {
 void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>&, const HttpOptions&) {
   throw DownloadError(url + ": " + range_text(offset, size) +
                       ": this build of trainer cannot read http(s) addresses (it was built without libcurl)");
+}
+
+void http_stream(const std::string& url, const std::function<bool(const uint8_t*, size_t)>&, const HttpOptions&) {
+  throw DownloadError(url + ": this build of trainer cannot read http(s) addresses (it was built without libcurl)");
 }
 
 bool http_reachable(const std::string&, std::string& why) {

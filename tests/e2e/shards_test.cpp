@@ -12,9 +12,11 @@
 #include "e2e/e2e_support.hpp"
 #include "support/image_folder_fixture.hpp"
 #include "trainer/data/sources/shard_source.hpp"
+#include "trainer/data/sources/tar_members.hpp"
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
+#include "trainer/util/error.hpp"
 
 namespace trainer {
 namespace {
@@ -115,9 +117,11 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
   EXPECT_NE(doctor.output.find("read 12 files in "), std::string::npos) << doctor.output;
   EXPECT_NE(doctor.output.find("12/12 sampled images read"), std::string::npos) << doctor.output;
 
-  // Without shards.json (the server answers 404) the splits are the patterns given and the labels the shards' .cls
-  // members: the same run again.
+  // Without shards.json and without indexes (the server answers 404) the splits are the patterns given, each shard
+  // is read through once to list its samples, and the labels are the shards' .cls members: the same run again.
   fs::remove(server.root() / "shards.json");
+  for (const auto& e : fs::directory_iterator(f.shards))
+    if (e.path().extension() == ".idx") fs::remove(server.root() / e.path().filename());
   size_t train_shards = 0, val_shards = 0;
   for (const auto& e : fs::directory_iterator(server.root()))
     if (e.path().extension() == ".tar")
@@ -133,6 +137,10 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
   const auto bare = trainer_cli("--config " + f.config("bare", server.address(""), patterns).string() + " -o " +
                                 (f.dir / "bare").string());
   ASSERT_EQ(bare.exit_code, 0) << bare.output;
+  EXPECT_NE(bare.output.find(" shards, " + std::to_string(train_shards) +
+                             " without an index, read through once to list their samples ("),
+            std::string::npos)
+      << bare.output;
   expect_same_weights(f.dir / "a" / "last.pt", f.dir / "bare" / "last.pt", {28, 28, 3});
 
   // Damage `shards check` finds: a flipped byte in a header.
@@ -206,6 +214,47 @@ TEST(Shards, RemoteImagesFetchedAheadAreTheShardsBytesEachRangeFetchedOnce) {
   EXPECT_EQ(disk->read_ahead_counts().requested, 0u);
 }
 
+// Remote shards without indexes, read through at opening: a connection cut mid-shard is resumed where it stopped
+// (a range from that byte on) and lists the same samples with the same bytes; a damaged header is a one-line error
+// naming the shard and offset.
+TEST(Shards, AShardWithoutIndexIsReadThroughResumedAfterACutAndCheckedAsItArrives) {
+  ShardedFolder f;
+  WeightsServer server(f.dir.path(), "--cut-first 3000");  // the first whole-file answer stops after 3000 bytes
+  fs::remove_all(server.root());
+  fs::create_directories(server.root());
+  fs::copy(f.shards / "train-000000.tar", server.root() / "train-000000.tar");
+  fs::copy(f.shards / "train-000001.tar", server.root() / "train-000001.tar");
+  DataConfig local;
+  local.kind = DataKind::shards;
+  local.root = f.shards.string();
+  local.shards.train = "train-{000000..000001}.tar";
+  DataConfig remote = local;
+  remote.root = server.address("");
+  const auto disk = open_shards(local, /*train=*/true, 3, 3);
+  const auto http = open_shards(remote, /*train=*/true, 3, 3);
+  ASSERT_EQ(http->size(), disk->size());
+  EXPECT_NE(http->describe().find("(2 shards, 2 without an index, read through once"), std::string::npos)
+      << http->describe();
+  std::vector<uint8_t> a, b;
+  for (size_t i = 0; i < disk->size(); ++i) {
+    ASSERT_TRUE(disk->read_encoded(i, a) && http->read_encoded(i, b));
+    EXPECT_EQ(a, b) << i;
+    EXPECT_EQ(http->label(i), disk->label(i)) << i;
+  }
+  EXPECT_NE(server.requests().find(".tar range=bytes=3000-\n"), std::string::npos) << server.requests();
+
+  std::string tar = bytes_of(server.root() / "train-000001.tar");
+  const auto members = list_tar_members(reinterpret_cast<const uint8_t*>(tar.data()), tar.size(), "t");
+  ASSERT_GT(members.size(), 1u);
+  const uint64_t second = members[1].offset - 512;
+  tar[second + 3] ^= 1;  // the second member's header: its checksum no longer matches
+  write_text(server.root() / "train-000001.tar", tar);
+  EXPECT_NE(testing::error_of<DataError>([&] { open_shards(remote, true, 3, 3); })
+                .find("data: " + server.address("train-000001.tar") + ": tar header at offset " +
+                      std::to_string(second) + ": checksum "),
+            std::string::npos);
+}
+
 TEST(Shards, AMidEpochStopResumesExactlyOnOneProcessAndOnTwo) {
   ShardedFolder f(ImageFolderSpec{3, 8, 2});
   // mnist_cnn (no BatchNorm, no dropout): one process accumulating two micro-batches of 4 sums what two ranks of 4
@@ -260,13 +309,13 @@ TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {
   EXPECT_NE(ok.output.find(": the server answered HTTP 404 (shard " + server.address("train-000001.tar") + ", offset "),
             std::string::npos)
       << ok.output;
-  // An index that answers 404: a one-line error before training, naming it.
-  fs::remove(server.root() / "train-000000.idx");
+  // A shard whose index and tar both answer 404: a one-line error before training, naming the shard.
+  fs::remove(server.root() / "train-000001.idx");
   const auto no_index = trainer_cli(config + " -o " + (f.dir / "none").string());
   EXPECT_EQ(no_index.exit_code, 2) << no_index.output;
-  EXPECT_NE(no_index.output.find("error: data: " + server.address("train-000000.idx") +
-                                 ": the whole file: the server answered HTTP 404 (a remote shard is read through its "
-                                 "index"),
+  EXPECT_NE(no_index.output.find("error: data: " + server.address("train-000001.tar") +
+                                 ": reading it through, at byte 0: the server answered HTTP 404 (a shard without an "
+                                 "index is read through once to list its samples)\n"),
             std::string::npos)
       << no_index.output;
 }

@@ -6,7 +6,9 @@
 //   http_read("http://host/train-000001.tar", 1536, 40213, bytes);   // bytes 1536 .. 41748
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +43,15 @@ bool is_http_address(std::string_view location);
 // (HttpStatusError for a 4xx status).
 void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
                const HttpOptions& options = {});
+
+// The whole file at `url`, handed to `sink` a piece at a time as it arrives (a shard read through once, never held
+// whole); `sink` returns false when it needs no more (the transfer stops there, without error). A connection that
+// drops, stalls or answers 5xx is resumed where it stopped with a range request, under http_read's retry rule (the
+// tries count again after a piece arrives); a server that cannot resume (200 for a range) or a 4xx status fails.
+// An exception from `sink` stops the transfer and is rethrown. Throws DownloadError naming the address, the offset
+// and the last failure (HttpStatusError for a 4xx status).
+void http_stream(const std::string& url, const std::function<bool(const uint8_t* data, size_t size)>& sink,
+                 const HttpOptions& options = {});
 
 // Whether the address answers (HTTP 2xx) for a ranged read of its first byte; for doctor. Never throws: false, with
 // `why` set, when it does not.

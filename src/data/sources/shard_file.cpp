@@ -45,16 +45,34 @@ void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out, 
                     ": " + ec.message());
 }
 
-std::vector<IndexedSample> ShardFile::samples(bool write_index) const {
+std::vector<IndexedSample> ShardFile::read_remote_tar() const {
+  TarMemberStream tar(location_);
+  try {
+    http_stream(location_, [&](const uint8_t* data, size_t size) {
+      tar.feed(data, size);
+      return !tar.done();  // the end blocks: the rest is padding
+    });
+  } catch (const DataError&) {
+    throw;
+  } catch (const Error& e) {
+    throw DataError(e.message() + " (a shard without an index is read through once to list its samples)");
+  }
+  return group_samples(tar.finish());
+}
+
+std::vector<IndexedSample> ShardFile::samples(bool write_index, bool* read_through) const {
   const std::string index = shard_index_location(location_);
   std::vector<uint8_t> text;
   if (remote_) {
     try {
       http_read(index, 0, 0, text);
+    } catch (const HttpStatusError& e) {
+      // No index (S3 answers 403 for a missing object that the reader may not list).
+      if (e.status() != 404 && e.status() != 403 && e.status() != 410) throw DataError(e.message());
+      if (read_through) *read_through = true;
+      return read_remote_tar();
     } catch (const Error& e) {
-      throw DataError(e.message() +
-                      " (a remote shard is read through its index: `trainer shards make` and DALI's wds2idx write "
-                      "one beside each shard)");
+      throw DataError(e.message());
     }
     return parse_shard_index(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), index, 0);
   }

@@ -31,14 +31,15 @@ constexpr uint64_t kReadAheadBytes = uint64_t{256} << 20;
 
 ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
                          std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
-                         int64_t channels, size_t read_ahead)
+                         int64_t channels, size_t read_ahead, size_t read_through)
     : root_(std::move(root)),
       shards_(std::move(shards)),
       keys_(std::move(keys)),
       addresses_(std::move(addresses)),
       class_names_(std::move(class_names)),
       spec_(spec),
-      channels_(channels) {
+      channels_(channels),
+      read_through_(read_through) {
   const bool remote = std::any_of(shards_.begin(), shards_.end(), [](const auto& s) { return s->remote(); });
   if (!remote || read_ahead == 0) return;
   read_ahead_ = std::make_unique<ReadAhead>(
@@ -92,7 +93,12 @@ std::string ShardSource::sample_name(size_t i) const {
 }
 
 std::string ShardSource::describe() const {
-  return "shards " + root_ + " (" + std::to_string(shards_.size()) + " shards, " + std::to_string(size()) +
+  const std::string unindexed =
+      read_through_ == 0 ? ""
+                         : std::to_string(read_through_) +
+                               " without an index, read through once to list their samples (an index beside each "
+                               "shard, as `trainer shards make` and DALI's wds2idx write, saves that), ";
+  return "shards " + root_ + " (" + std::to_string(shards_.size()) + " shards, " + unindexed + std::to_string(size()) +
          " images, " + std::to_string(class_names_.size()) + " classes; " + describe_transform(spec_) + ")";
 }
 
@@ -106,6 +112,7 @@ struct ShardSamples {
   std::vector<std::string> keys;
   std::vector<int64_t> labels;
   std::vector<ShardAddress> images;
+  bool read_through = false;  // a remote shard without an index, read through once to list its samples
 };
 
 std::string member_list(const IndexedSample& s) {
@@ -142,7 +149,7 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
                         const std::string& label_key) {
   ShardSamples out;
   out.file = std::make_shared<ShardFile>(location);
-  const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true);
+  const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true, &out.read_through);
   if (entry && entry->samples != samples.size())
     throw DataError(location + ": " + kShardSummaryName + " says " + std::to_string(entry->samples) +
                     " samples, its index lists " + std::to_string(samples.size()));
@@ -272,7 +279,9 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
   std::vector<std::shared_ptr<const ShardFile>> files;
   FileList keys;
   std::vector<ShardAddress> addresses;
+  size_t read_through = 0;
   for (auto& s : shards) {
+    read_through += s.read_through;
     for (size_t j = 0; j < s.keys.size(); ++j) {
       if (s.labels[j] < 0 || s.labels[j] >= static_cast<int64_t>(classes.size()))
         throw DataError(s.file->location() + "#" + s.keys[j] + ": label " + std::to_string(s.labels[j]) +
@@ -285,7 +294,7 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
   if (addresses.empty()) throw DataError(data.root + ": the " + split + " shards hold no samples");
   return std::make_shared<ShardSource>(data.root, std::move(files), std::move(keys), std::move(addresses),
                                        std::move(classes), make_transform_spec(data, augment.value_or(train)), channels,
-                                       static_cast<size_t>(data.shards.read_ahead));
+                                       static_cast<size_t>(data.shards.read_ahead), read_through);
 }
 
 }  // namespace trainer

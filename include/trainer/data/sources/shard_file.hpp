@@ -30,13 +30,15 @@ class ShardFile {
   // shard; an address that fails after its retries, or at once without `retry`).
   void read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out, bool retry = true) const;
 
-  // The samples, from the shard's index (shard_index_location) when it has one, else from its tar headers (a local
-  // shard only, mapped for the one pass: an address without an index is refused, naming the index). `write_index`: a
-  // local index made from the tar is written beside the shard, when the folder lets it. Throws DataError naming the
-  // shard or its index.
-  std::vector<IndexedSample> samples(bool write_index) const;
+  // The samples, from the shard's index (shard_index_location) when it has one, else from its tar headers: a local
+  // shard mapped for the one pass, an address without an index (404, 403 or 410 for it) read through once, its
+  // members' bytes passed over (`read_through` is then set). `write_index`: a local index made from the tar is
+  // written beside the shard, when the folder lets it. Throws DataError naming the shard or its index.
+  std::vector<IndexedSample> samples(bool write_index, bool* read_through = nullptr) const;
 
  private:
+  std::vector<IndexedSample> read_remote_tar() const;
+
   std::string location_;
   bool remote_ = false;
   std::unique_ptr<PositionalFile> file_;

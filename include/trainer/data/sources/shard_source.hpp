@@ -2,6 +2,7 @@
 // shard's index (DALI's .idx beside the shard; a local shard without one is read once and its index written), so
 // every sample has an address: the loader's epoch order, ranks, resume and bad-sample rules are the folder's, and
 // shards packed from a folder by `trainer shards make` give the same samples in the same order, pixel for pixel.
+// A remote shard without an index is read through once at opening, its members' bytes passed over.
 // Local shards stay open and an image is one positional read (no open() per sample); remote ones are read a member
 // at a time with HTTP range requests (http_range.hpp), which fetch the image's bytes and nothing else, by threads of
 // their own ahead of the loader workers (read_ahead.hpp, data.shards.read_ahead) as the loader plans its batches.
@@ -32,10 +33,11 @@ struct ShardAddress {
 class ShardSource final : public ImageSource {
  public:
   // `keys` holds each sample's key and label; `addresses` its image member. `read_ahead`: threads fetching remote
-  // images ahead of the workers (0: none; local shards never have them).
+  // images ahead of the workers (0: none; local shards never have them). `read_through`: how many remote shards
+  // had no index (describe() says so).
   ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
               std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
-              int64_t channels, size_t read_ahead = 0);
+              int64_t channels, size_t read_ahead = 0, size_t read_through = 0);
 
   size_t size() const override { return keys_.size(); }
   int64_t label(size_t i) const override { return keys_.label(i); }
@@ -61,6 +63,7 @@ class ShardSource final : public ImageSource {
   std::vector<std::string> class_names_;
   TransformSpec spec_;
   int64_t channels_;
+  size_t read_through_;
   std::unique_ptr<ReadAhead> read_ahead_;  // null for local shards and with data.shards.read_ahead 0
 };
 
