@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "trainer/config/load.hpp"
+#include "trainer/data/sources/data_kinds.hpp"
 #include "trainer/engine/resolve_config.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
@@ -38,6 +39,21 @@ bool refused(const std::string& key, CheckpointUse use) {
   return std::any_of(keys.begin(), keys.end(), covers) && std::none_of(allowed.begin(), allowed.end(), covers);
 }
 
+// data.kind from one image-file kind to another (an image folder and its shards): the same photos in another
+// container, which restore_from_checkpoint checks by their classes and count once the data is open.
+bool same_photos_elsewhere(const ConfigChange& change) {
+  if (change.key != "data.kind") return false;
+  auto row = [](const std::string& dumped) -> const DataKindRow* {
+    const json value = json::parse(dumped, nullptr, /*allow_exceptions=*/false);
+    if (!value.is_string()) return nullptr;
+    for (const auto& [name, kind] : data_kinds())
+      if (name == value.get<std::string>()) return &data_kind_row(kind);
+    return nullptr;
+  };
+  const DataKindRow *before = row(change.before), *after = row(change.after);
+  return before && after && before->image_files && after->image_files;
+}
+
 }  // namespace
 
 CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const std::string& config_file,
@@ -64,12 +80,13 @@ CheckpointConfig config_for_checkpoint(const LoadedCheckpoint& checkpoint, const
     data.val_files = saved_data.value("val_files", std::vector<std::string>{});
   collect_changes(saved, config_to_json(result.config), "", result.changes);
   for (const auto& change : result.changes)
-    if (refused(change.key, use))
+    if (refused(change.key, use) && !(use == CheckpointUse::continue_training && same_photos_elsewhere(change)))
       throw CheckpointError(
           checkpoint.path().string() +
           (use == CheckpointUse::continue_training
                ? " cannot continue with " + change.describe() +
-                     " (the model, optim.name and data.kind cannot change on resume; start a new run instead)"
+                     " (the model, optim.name and data.kind cannot change on resume, except an image folder for its "
+                     "shards and back; start a new run instead)"
                : " cannot be evaluated with " + change.describe() + " (its weights fit only its own model)"));
   return result;
 }

@@ -59,6 +59,7 @@ void RunCheckpoints::write(const Session& s, const std::vector<fs::path>& also, 
   static_cast<TrainState&>(meta) = s.state;
   meta.config = resolved_config_;
   meta.class_names = s.train_data->class_names();
+  meta.train_images = static_cast<int64_t>(s.train_data->size());
   meta.input = s.train_data->shape();
   meta.scaler = s.scaler.enabled() ? s.scaler.state() : nlohmann::json();
   meta.ema_updates = s.ema ? s.ema->updates() : 0;

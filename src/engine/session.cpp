@@ -230,6 +230,24 @@ void build_model_and_optimizer(Session& s, const LoadedCheckpoint* resume, const
                     s.layout.checked ? " (kernels self-checked)" : "", describe_backend_settings());
 }
 
+// A run resumed on another data.kind (config_for_checkpoint lets an image folder change for its shards and back)
+// continues where it stopped only on the same photos in the same order, as `trainer shards make` packs them: the
+// classes and the count must be the run's.
+void check_same_photos(const Session& s, const LoadedCheckpoint& resume) {
+  const CheckpointMeta& m = resume.meta();
+  const std::string saved_kind = m.config.value("data", nlohmann::json::object()).value("kind", "");
+  if (saved_kind.empty() || saved_kind == enum_name(data_kinds(), s.config.data.kind)) return;
+  const auto images = static_cast<int64_t>(s.train_data->size());
+  if (s.train_data->class_names() == m.class_names && (m.train_images == 0 || m.train_images == images)) return;
+  throw CheckpointError(resume.path().string() + " trained on " + std::to_string(m.train_images) + " images in " +
+                        std::to_string(m.class_names.size()) + " classes (data.kind " + saved_kind +
+                        "); the training data now (" + s.train_data->describe() + ") holds " + std::to_string(images) +
+                        " in " + std::to_string(s.train_data->class_names().size()) +
+                        (s.train_data->class_names() == m.class_names ? " classes" : " other classes") +
+                        ": another data.kind resumes only on the same photos (`trainer shards make` packs a folder "
+                        "in its order)");
+}
+
 // The checkpoint's weights, optimizer state, loss scale, EMA, generators and position (also mid-epoch). The
 // generators come last: building a model above draws from them.
 void restore_from_checkpoint(Session& s, const LoadedCheckpoint& resume) {
@@ -243,6 +261,7 @@ void restore_from_checkpoint(Session& s, const LoadedCheckpoint& resume) {
     else s.ema = make_ema(s);
   }
   resume.restore_rng();
+  check_same_photos(s, resume);
   s.state = m;  // its TrainState part
   // A mid-epoch position counts batches of the saved data.batch_size; a resume with another (the global batch over
   // another number of ranks, say) continues after the same images of the epoch's order, or says why it cannot.
@@ -251,10 +270,10 @@ void restore_from_checkpoint(Session& s, const LoadedCheckpoint& resume) {
   if (m.batch_in_epoch > 0 && saved_batch > 0 && saved_batch != batch) {
     const int64_t images = m.batch_in_epoch * saved_batch;
     if (images % batch != 0)
-      throw CheckpointError(resume.path().string() + " stopped after " + std::to_string(images) +
-                            " images of epoch " + std::to_string(m.epoch + 1) + " (" + std::to_string(m.batch_in_epoch) +
-                            " batches of " + std::to_string(saved_batch) + "); data.batch_size " +
-                            std::to_string(batch) + " does not divide them, so the epoch cannot continue where it " +
+      throw CheckpointError(resume.path().string() + " stopped after " + std::to_string(images) + " images of epoch " +
+                            std::to_string(m.epoch + 1) + " (" + std::to_string(m.batch_in_epoch) + " batches of " +
+                            std::to_string(saved_batch) + "); data.batch_size " + std::to_string(batch) +
+                            " does not divide them, so the epoch cannot continue where it " +
                             "stopped: resume with a batch size that divides " + std::to_string(images));
     s.state.batch_in_epoch = images / batch;
   }

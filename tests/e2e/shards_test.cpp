@@ -287,6 +287,45 @@ TEST(Shards, AMidEpochStopResumesExactlyOnOneProcessAndOnTwo) {
   expect_same_weights(f.dir / "straight" / "last.pt", f.dir / "two" / "last.pt", {28, 28, 3});
 }
 
+// A folder run stopped mid-epoch continues on the folder's shards (`shards make` keeps the folder's order) where it
+// stopped: the straight run's weights, bit for bit; shards of other photos are refused, naming both counts.
+TEST(Shards, AFolderRunResumesOnItsShardsExactlyAndNotOnOtherPhotos) {
+  ShardedFolder f;
+  const std::string config = "--config " + f.config("folder", "", {{"data", {{"batch_size", 4}}}}).string();
+  const auto straight = trainer_cli(config + " -o " + (f.dir / "straight").string());
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  const auto stopped = trainer_cli(config + " -o " + (f.dir / "stopped").string() + " --stop-after-step 2");
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  EXPECT_EQ(LoadedCheckpoint(f.dir / "stopped" / "last.pt").meta().batch_in_epoch, 2);  // of 3 in the first epoch
+  fs::copy(f.dir / "stopped", f.dir / "other", fs::copy_options::recursive);
+  const auto resumed = trainer_cli("--resume " + (f.dir / "stopped" / "last.pt").string() +
+                                   " --set data.kind=shards --set data.root=" + f.shards.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("and 2 batch(es), 2 step(s) done"), std::string::npos) << resumed.output;
+  expect_same_weights(f.dir / "straight" / "last.pt", f.dir / "stopped" / "last.pt", {28, 28, 3});
+
+  ShardedFolder more(ImageFolderSpec{3, 5, 2});
+  const auto refused = trainer_cli("--resume " + (f.dir / "other" / "last.pt").string() +
+                                   " --set data.kind=shards --set data.root=" + more.shards.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("last.pt trained on 12 images in 3 classes (data.kind imagenet); the training data now "
+                                "(shards " +
+                                more.shards.string()),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find(") holds 15 in 3 classes: another data.kind resumes only on the same photos"),
+            std::string::npos)
+      << refused.output;
+  // Other kinds still may not change: the classes of synthetic data are not the photos'.
+  const auto synthetic = trainer_cli("--resume " + (f.dir / "other" / "last.pt").string() +
+                                     " --set data.kind=synthetic --set data.synthetic.channels=3");
+  EXPECT_NE(synthetic.exit_code, 0) << synthetic.output;
+  EXPECT_NE(synthetic.output.find("data.kind: \"imagenet\" -> \"synthetic\" (the model, optim.name and data.kind "
+                                  "cannot change on resume, except an image folder for its shards and back"),
+            std::string::npos)
+      << synthetic.output;
+}
+
 TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {
   ShardedFolder f;
   WeightsServer server(f.dir.path());

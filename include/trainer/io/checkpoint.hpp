@@ -42,7 +42,8 @@ enum class MetaKey { required, optional };
 struct CheckpointMeta : TrainState {
   nlohmann::json config;  // the resolved config of the run
   std::vector<std::string> class_names;
-  ImageShape input;       // training image shape; lets export rebuild the model without the data
+  int64_t train_images = 0;  // the training split's size (0: a file from before it was recorded)
+  ImageShape input;          // training image shape; lets export rebuild the model without the data
   nlohmann::json scaler;  // LossScaler::state(), null without one
   int64_t ema_updates = 0;
 
@@ -55,6 +56,7 @@ struct CheckpointMeta : TrainState {
     v.field("batch_in_epoch", batch_in_epoch, MetaKey::optional);
     v.field("best", best, MetaKey::optional);  // older files: best_top1, read by the loader
     v.field("class_names", class_names, MetaKey::required);
+    v.field("train_images", train_images, MetaKey::optional);
     v.field("input", input, MetaKey::optional);  // absent before export existed
     v.field("scaler", scaler, MetaKey::optional);
     v.field("ema_updates", ema_updates, MetaKey::optional);
