@@ -68,6 +68,7 @@ TEST(Checkpoint, RoundTripRestoresEverything) {
   meta.class_names = {"a", "b", "c", "d"};
   meta.scaler = {{"enabled", true}, {"scale", 1024.0}, {"growth_tracker", 7}, {"skipped", 3}};
   meta.ema_updates = 40;
+  meta.train_images = 1234;
   save_checkpoint(dir / "ck.pt", meta, {*a.model, *a.optimizer});
 
   torch::manual_seed(5);  // move the generator away; restore_rng must bring it back
@@ -79,6 +80,7 @@ TEST(Checkpoint, RoundTripRestoresEverything) {
   EXPECT_EQ(loaded.meta().best, std::optional<double>(0.75));
   EXPECT_EQ(loaded.meta().scaler, meta.scaler);
   EXPECT_EQ(loaded.meta().ema_updates, 40);
+  EXPECT_EQ(loaded.meta().train_images, 1234);
   EXPECT_EQ(loaded.meta().class_names, meta.class_names);
   EXPECT_EQ(loaded.meta().config, meta.config);
   loaded.restore_model(*b.model);
