@@ -14,6 +14,7 @@ void apply_backend_settings(const RunConfig& run) {
   context.setBenchmarkCuDNN(run.cudnn_benchmark && !run.deterministic);
   context.setAllowTF32CuDNN(run.tf32);
   context.setFloat32MatmulPrecision(run.tf32 ? "high" : "highest");
+  context.setUserEnabledMkldnn(run.onednn);
 }
 
 std::string describe_backend_settings() {
@@ -22,7 +23,7 @@ std::string describe_backend_settings() {
   const bool tf32_matmul = context.float32MatmulPrecision() != at::Float32MatmulPrecision::HIGHEST;
   return std::string("cudnn.benchmark ") + on(context.benchmarkCuDNN()) + ", tf32 conv " +
          on(context.allowTF32CuDNN()) + " matmul " + on(tf32_matmul) + ", deterministic " +
-         on(context.deterministicAlgorithms());
+         on(context.deterministicAlgorithms()) + ", oneDNN " + on(context.userEnabledMkldnn());
 }
 
 }  // namespace trainer

@@ -318,22 +318,41 @@ TEST(Optimizer, NormWeightsAndBiasesGetNoWeightDecayByDefault) {
 namespace trainer {
 namespace {
 
-// run.cudnn_benchmark, run.tf32 and run.deterministic land in LibTorch's switches; deterministic wins over
-// autotuning and asks cuBLAS for its reproducible workspace.
+// run.cudnn_benchmark, run.tf32, run.deterministic and run.onednn land in LibTorch's switches; deterministic wins
+// over autotuning and asks cuBLAS for its reproducible workspace.
 TEST(BackendSettings, AppliesTheRunSwitches) {
   RunConfig run;
   apply_backend_settings(run);
-  EXPECT_EQ(describe_backend_settings(), "cudnn.benchmark on, tf32 conv on matmul on, deterministic off");
+  EXPECT_EQ(describe_backend_settings(), "cudnn.benchmark on, tf32 conv on matmul on, deterministic off, oneDNN on");
   run.deterministic = true;
   run.tf32 = false;
   apply_backend_settings(run);
   EXPECT_TRUE(at::globalContext().deterministicAlgorithms());
   EXPECT_TRUE(at::globalContext().deterministicCuDNN());
   EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
-  EXPECT_EQ(describe_backend_settings(), "cudnn.benchmark off, tf32 conv off matmul off, deterministic on");
+  EXPECT_EQ(describe_backend_settings(), "cudnn.benchmark off, tf32 conv off matmul off, deterministic on, oneDNN on");
   ASSERT_NE(std::getenv("CUBLAS_WORKSPACE_CONFIG"), nullptr);
   apply_backend_settings(RunConfig{});
   EXPECT_FALSE(at::globalContext().deterministicAlgorithms());
+}
+
+// run.onednn false: convolutions leave oneDNN for LibTorch's own kernels, which give the same sums in another order.
+TEST(BackendSettings, OneDnnOffConvolvesWithLibTorchsOwnKernels) {
+  torch::manual_seed(5);
+  const auto x = torch::randn({4, 16, 24, 24}), w = torch::randn({8, 16, 3, 3});
+  RunConfig run;
+  apply_backend_settings(run);
+  const auto with = torch::conv2d(x, w, {}, 1, 1);
+  run.onednn = false;
+  apply_backend_settings(run);
+  EXPECT_FALSE(at::globalContext().userEnabledMkldnn());
+  EXPECT_NE(describe_backend_settings().find(", oneDNN off"), std::string::npos);
+  const auto without = torch::conv2d(x, w, {}, 1, 1);
+  apply_backend_settings(RunConfig{});
+  EXPECT_TRUE(at::globalContext().userEnabledMkldnn());
+  // Two orders of the same 144 products differ by at most 2 x 144 float32 roundings of the sum of their magnitudes.
+  const auto bound = torch::conv2d(x.abs(), w.abs(), {}, 1, 1) * (2 * 144 * 1.2e-7);
+  EXPECT_TRUE(((with - without).abs() <= bound).all().item<bool>());
 }
 
 // The confusion matrix counted on the device (one scatter per batch, no host copy) holds exactly what the

@@ -47,6 +47,7 @@ struct RunConfig {
   bool cudnn_benchmark = true;
   bool tf32 = true;
   bool deterministic = false;
+  bool onednn = true;
   double dist_timeout_s = 1800;
   double dist_bucket_mb = 25;
   DistBackend dist_backend = DistBackend::automatic;
@@ -73,6 +74,10 @@ struct RunConfig {
     v.field("deterministic", deterministic,
             "deterministic algorithms only (cuDNN and LibTorch), so a rerun or resume on a GPU repeats bit for "
             "bit; slower, and an operation without a deterministic kernel stops the run");
+    v.field("onednn", onednn,
+            "CPU: LibTorch's oneDNN (MKL-DNN) kernels for convolutions, its fast path; false: LibTorch's own, "
+            "slower ones, for a build whose oneDNN computes wrong results (Debian 13's LibTorch 2.6 gave NaN from "
+            "a 3x3 convolution of efficientnet_v2_s in some processes)");
     v.field("dist_timeout_s", dist_timeout_s,
             "data-parallel runs: seconds a rank waits for the others (rendezvous, all-reduce) before the run stops "
             "with an error naming the operation",
