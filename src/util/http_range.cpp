@@ -84,6 +84,12 @@ void set_common_options(CURL* curl, const std::string& url, const HttpOptions& o
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainer");
 }
 
+// An error status: 4xx (`final`: retrying cannot help) or 5xx; "" for any other.
+std::string status_problem(long status, bool& final) {
+  if (status >= 400 && status < 500) final = true;
+  return status >= 400 ? "the server answered HTTP " + std::to_string(status) : "";
+}
+
 // One request. Returns "" on success, else why it failed; `final` is set when retrying cannot help, `status` to the
 // answer's HTTP status (0: none).
 std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
@@ -99,11 +105,7 @@ std::string request_once(CURL* curl, const std::string& url, uint64_t offset, ui
   const CURLcode result = curl_easy_perform(curl);
   status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  if (status >= 400 && status < 500) {
-    final = true;
-    return "the server answered HTTP " + std::to_string(status);
-  }
-  if (status >= 500) return "the server answered HTTP " + std::to_string(status);
+  if (std::string why = status_problem(status, final); !why.empty()) return why;
   if (body.over && size == 0) {
     final = true;
     return "the file is larger than " + std::to_string(options.max_bytes) + " bytes";
@@ -160,11 +162,7 @@ std::string stream_once(CURL* curl, const std::string& url, Stream& stream, cons
   status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   if (stream.error || stream.stopped) return "";
-  if (status >= 400 && status < 500) {
-    final = true;
-    return "the server answered HTTP " + std::to_string(status);
-  }
-  if (status >= 500) return "the server answered HTTP " + std::to_string(status);
+  if (std::string why = status_problem(status, final); !why.empty()) return why;
   if (stream.resumed && status == 200) {
     final = true;
     return "the connection dropped and the server cannot resume the file (HTTP 200 for a range request)";

@@ -64,6 +64,15 @@ struct ShardedFolder {
 
 std::string bytes_of(const fs::path& p) { return read_text(p); }
 
+// The run of `config` (trainer's arguments) straight through, in f.dir/straight, and stopped after its second step,
+// in f.dir/stopped.
+void run_straight_and_stopped(const ShardedFolder& f, const std::string& config) {
+  const auto straight = trainer_cli(config + " -o " + (f.dir / "straight").string());
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  const auto stopped = trainer_cli(config + " -o " + (f.dir / "stopped").string() + " --stop-after-step 2");
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+}
+
 TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) {
   ShardedFolder f;
   // The same folder makes the same bytes.
@@ -264,10 +273,7 @@ TEST(Shards, AMidEpochStopResumesExactlyOnOneProcessAndOnTwo) {
                {"model", {{"dropout", 0}}},
                {"train", {{"accumulate_steps", 2}}}};
   const std::string config = "--config " + f.config("c", f.shards.string(), o).string();
-  const auto straight = trainer_cli(config + " -o " + (f.dir / "straight").string());
-  ASSERT_EQ(straight.exit_code, 0) << straight.output;
-  const auto stopped = trainer_cli(config + " -o " + (f.dir / "stopped").string() + " --stop-after-step 2");
-  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  ASSERT_NO_FATAL_FAILURE(run_straight_and_stopped(f, config));
   EXPECT_EQ(LoadedCheckpoint(f.dir / "stopped" / "last.pt").meta().step, 2);  // of 3 in the first epoch
   fs::copy(f.dir / "stopped", f.dir / "two", fs::copy_options::recursive);
   // Another batch size continues after the same images when it divides them (16 here), else says why not.
@@ -292,10 +298,7 @@ TEST(Shards, AMidEpochStopResumesExactlyOnOneProcessAndOnTwo) {
 TEST(Shards, AFolderRunResumesOnItsShardsExactlyAndNotOnOtherPhotos) {
   ShardedFolder f;
   const std::string config = "--config " + f.config("folder", "", {{"data", {{"batch_size", 4}}}}).string();
-  const auto straight = trainer_cli(config + " -o " + (f.dir / "straight").string());
-  ASSERT_EQ(straight.exit_code, 0) << straight.output;
-  const auto stopped = trainer_cli(config + " -o " + (f.dir / "stopped").string() + " --stop-after-step 2");
-  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  ASSERT_NO_FATAL_FAILURE(run_straight_and_stopped(f, config));
   EXPECT_EQ(LoadedCheckpoint(f.dir / "stopped" / "last.pt").meta().batch_in_epoch, 2);  // of 3 in the first epoch
   fs::copy(f.dir / "stopped", f.dir / "other", fs::copy_options::recursive);
   const auto resumed = trainer_cli("--resume " + (f.dir / "stopped" / "last.pt").string() +
