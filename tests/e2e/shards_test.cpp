@@ -251,6 +251,13 @@ TEST(Shards, AShardWithoutIndexIsReadThroughResumedAfterACutAndCheckedAsItArrive
     EXPECT_EQ(http->label(i), disk->label(i)) << i;
   }
   EXPECT_NE(server.requests().find(".tar range=bytes=3000-\n"), std::string::npos) << server.requests();
+  // Opening asked for the indexes, the summary and the shards, and resumed one: the labels came with the shards'
+  // bytes, with no range request each; the reads above were the only others.
+  const std::string log = server.requests();
+  size_t closed_ranges = 0;
+  for (size_t at = 0; (at = log.find("range=bytes=", at)) != std::string::npos; ++at)
+    closed_ranges += log.compare(log.find('\n', at) - 1, 1, "-") != 0;
+  EXPECT_EQ(closed_ranges, disk->size()) << log;  // one per image read above, none for a label
 
   std::string tar = bytes_of(server.root() / "train-000001.tar");
   const auto members = list_tar_members(reinterpret_cast<const uint8_t*>(tar.data()), tar.size(), "t");

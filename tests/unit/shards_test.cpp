@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
@@ -167,6 +168,19 @@ TEST(TarMembers, FedAPieceAtATimeTheyListTheSameAndRefuseTheSame) {
                          "truncated shard)"));
     EXPECT_EQ(error_of<DataError>([&] { streamed(tar.substr(0, 1024 + 300), piece); }),
               data_error("t.tar: tar header at offset 1024: cut short (300 of 512 bytes)"));
+  }
+  // Small members named with the suffix asked for are kept, by the offset of their bytes (their labels).
+  const std::string labels = tar_of({{ustar_header("a.jpg", 5), "hello"},
+                                     {ustar_header("a.cls", 1), "3"},
+                                     {ustar_header("b.cls", 0), ""},
+                                     {ustar_header("c.cls", 700), std::string(700, '7')}});
+  for (size_t piece : {size_t{1}, size_t{300}, labels.size()}) {
+    TarMemberStream keeping("t.tar", ".cls", 512);
+    for (size_t at = 0; at < labels.size() && !keeping.done(); at += piece)
+      keeping.feed(reinterpret_cast<const uint8_t*>(labels.data()) + at, std::min(piece, labels.size() - at));
+    const auto m = keeping.finish();
+    ASSERT_EQ(m.size(), 4u);
+    EXPECT_EQ(keeping.kept(), (std::map<uint64_t, std::string>{{m[1].offset, "3"}, {m[2].offset, ""}})) << piece;
   }
   // Past the end blocks nothing is read.
   TarMemberStream stream("t.tar");

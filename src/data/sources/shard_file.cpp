@@ -45,8 +45,8 @@ void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out, 
                     ": " + ec.message());
 }
 
-std::vector<IndexedSample> ShardFile::read_remote_tar() const {
-  TarMemberStream tar(location_);
+std::vector<IndexedSample> ShardFile::read_remote_tar(ReadThrough* through) const {
+  TarMemberStream tar(location_, through ? through->keep_suffix : "", 4096);
   try {
     http_stream(location_, [&](const uint8_t* data, size_t size) {
       tar.feed(data, size);
@@ -57,10 +57,15 @@ std::vector<IndexedSample> ShardFile::read_remote_tar() const {
   } catch (const Error& e) {
     throw DataError(e.message() + " (a shard without an index is read through once to list its samples)");
   }
-  return group_samples(tar.finish());
+  std::vector<IndexedSample> samples = group_samples(tar.finish());
+  if (through) {
+    through->happened = true;
+    through->kept = tar.kept();
+  }
+  return samples;
 }
 
-std::vector<IndexedSample> ShardFile::samples(bool write_index, bool* read_through) const {
+std::vector<IndexedSample> ShardFile::samples(bool write_index, ReadThrough* through) const {
   const std::string index = shard_index_location(location_);
   std::vector<uint8_t> text;
   if (remote_) {
@@ -69,8 +74,7 @@ std::vector<IndexedSample> ShardFile::samples(bool write_index, bool* read_throu
     } catch (const HttpStatusError& e) {
       // No index (S3 answers 403 for a missing object that the reader may not list).
       if (e.status() != 404 && e.status() != 403 && e.status() != 410) throw DataError(e.message());
-      if (read_through) *read_through = true;
-      return read_remote_tar();
+      return read_remote_tar(through);
     } catch (const Error& e) {
       throw DataError(e.message());
     }

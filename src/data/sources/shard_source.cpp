@@ -149,12 +149,14 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
                         const std::string& label_key) {
   ShardSamples out;
   out.file = std::make_shared<ShardFile>(location);
-  const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true, &out.read_through);
+  const bool labels_known = entry && !entry->labels.empty();
+  const std::string label_ext = label_key == "cls" ? "cls" : "json";
+  ReadThrough through{labels_known ? "" : "." + label_ext};
+  const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true, &through);
+  out.read_through = through.happened;
   if (entry && entry->samples != samples.size())
     throw DataError(location + ": " + kShardSummaryName + " says " + std::to_string(entry->samples) +
                     " samples, its index lists " + std::to_string(samples.size()));
-  const bool labels_known = entry && !entry->labels.empty();
-  const std::string label_ext = label_key == "cls" ? "cls" : "json";
   std::vector<uint8_t> bytes;
   for (size_t j = 0; j < samples.size(); ++j) {
     const IndexedSample& s = samples[j];
@@ -178,7 +180,11 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
       throw DataError(where + ": no ." + label_ext + " member for its label; the sample has " + member_list(s));
     if (label->size > 4096)
       throw DataError(where + ": a ." + label_ext + " member of " + std::to_string(label->size) + " bytes");
-    out.file->read(label->offset, label->size, bytes);
+    // A shard read through kept its labels' bytes; an indexed one is read a label at a time.
+    if (const auto kept = through.kept.find(label->offset);
+        kept != through.kept.end() && kept->second.size() == label->size)
+      bytes.assign(kept->second.begin(), kept->second.end());
+    else out.file->read(label->offset, label->size, bytes);
     out.labels.push_back(parse_label(bytes, label_key, where));
   }
   return out;

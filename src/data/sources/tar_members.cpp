@@ -109,7 +109,7 @@ void TarMemberStream::feed(const uint8_t* data, size_t size) {
   while (size > 0 && !done_) {
     if (body_left_ > 0) {  // a member's bytes: passed over, or gathered for a GNU long name or pax record
       const auto k = static_cast<size_t>(std::min<uint64_t>(size, body_left_));
-      if (type_ == 'L' || type_ == 'x') record_.append(reinterpret_cast<const char*>(data), k);
+      if (type_ == 'L' || type_ == 'x' || keeping_) record_.append(reinterpret_cast<const char*>(data), k);
       body_left_ -= k, data += k, size -= k, at_ += k;
       if (body_left_ == 0) end_member();
       continue;
@@ -150,9 +150,14 @@ void TarMemberStream::begin_member() {
     if (!prefix.empty()) name = prefix + "/" + name;
   }
   record_.clear();
+  keeping_ = false;
   if (type_ != 'L' && type_ != 'x') {
-    if (type_ == '0' || type_ == '\0' || type_ == '7')
+    if (type_ == '0' || type_ == '\0' || type_ == '7') {
       members_.push_back({long_name_.empty() ? std::move(name) : long_name_, at_, member_size_});
+      const std::string& kept_name = members_.back().name;
+      keeping_ = !keep_suffix_.empty() && member_size_ <= keep_most_ && kept_name.size() >= keep_suffix_.size() &&
+                 kept_name.compare(kept_name.size() - keep_suffix_.size(), keep_suffix_.size(), keep_suffix_) == 0;
+    }
     long_name_.clear();  // 'g' (global pax), 'K' and the rest are skipped; their names never carry over
     has_pax_size_ = false;
   }
@@ -161,6 +166,8 @@ void TarMemberStream::begin_member() {
 }
 
 void TarMemberStream::end_member() {
+  if (keeping_) kept_[members_.back().offset] = record_;
+  keeping_ = false;
   if (type_ == 'L') long_name_ = record_.substr(0, record_.find('\0'));
   if (type_ == 'x') read_pax(record_, long_name_, pax_size_, has_pax_size_, where_, header_at_);
   record_.clear();

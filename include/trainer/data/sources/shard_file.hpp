@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,14 @@
 #include "trainer/platform/files.hpp"
 
 namespace trainer {
+
+// A remote shard read through for want of an index: `keep_suffix` (".cls") asks for the bytes of the small members
+// whose names end with it (the labels, so that they need no range request each); what the read gave comes back.
+struct ReadThrough {
+  std::string keep_suffix;
+  bool happened = false;                 // the shard had no index and was read through
+  std::map<uint64_t, std::string> kept;  // the bytes of the members asked for (at most 4096 each), by offset
+};
 
 class ShardFile {
  public:
@@ -32,12 +41,13 @@ class ShardFile {
 
   // The samples, from the shard's index (shard_index_location) when it has one, else from its tar headers: a local
   // shard mapped for the one pass, an address without an index (404, 403 or 410 for it) read through once, its
-  // members' bytes passed over (`read_through` is then set). `write_index`: a local index made from the tar is
-  // written beside the shard, when the folder lets it. Throws DataError naming the shard or its index.
-  std::vector<IndexedSample> samples(bool write_index, bool* read_through = nullptr) const;
+  // members' bytes passed over (`through`, when given, says so and gets the members it asks for). `write_index`: a
+  // local index made from the tar is written beside the shard, when the folder lets it. Throws DataError naming the
+  // shard or its index.
+  std::vector<IndexedSample> samples(bool write_index, ReadThrough* through = nullptr) const;
 
  private:
-  std::vector<IndexedSample> read_remote_tar() const;
+  std::vector<IndexedSample> read_remote_tar(ReadThrough* through) const;
 
   std::string location_;
   bool remote_ = false;

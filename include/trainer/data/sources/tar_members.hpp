@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,19 +33,28 @@ std::vector<TarMember> list_tar_members(const uint8_t* data, uint64_t size, cons
 //   std::vector<TarMember> members = tar.finish();
 class TarMemberStream {
  public:
-  explicit TarMemberStream(std::string where) : where_(std::move(where)) {}
+  // `keep_suffix` (".cls"): the bytes of regular members whose names end with it and that hold at most `keep_most`
+  // bytes are kept (kept()), so a label needs no second read.
+  explicit TarMemberStream(std::string where, std::string keep_suffix = "", uint64_t keep_most = 0)
+      : where_(std::move(where)), keep_suffix_(std::move(keep_suffix)), keep_most_(keep_most) {}
   // Throws DataError as list_tar_members does.
   void feed(const uint8_t* data, size_t size);
   // The end-of-archive blocks were read: nothing after them is needed.
   bool done() const { return done_; }
   // At the end of the bytes: the members, or DataError for a header or member cut short.
   std::vector<TarMember> finish() const;
+  // The kept members' bytes, by the offset of their bytes in the archive.
+  const std::map<uint64_t, std::string>& kept() const { return kept_; }
 
  private:
   void begin_member();  // header_ holds a whole header
   void end_member();    // a member's bytes have all been fed
 
   std::string where_;
+  std::string keep_suffix_;
+  uint64_t keep_most_ = 0;
+  bool keeping_ = false;  // the current member's bytes are kept
+  std::map<uint64_t, std::string> kept_;
   std::vector<TarMember> members_;
   uint64_t at_ = 0;         // bytes fed so far
   uint64_t header_at_ = 0;  // where the current member's header began
