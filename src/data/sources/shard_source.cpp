@@ -151,7 +151,8 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
   out.file = std::make_shared<ShardFile>(location);
   const bool labels_known = entry && !entry->labels.empty();
   const std::string label_ext = label_key == "cls" ? "cls" : "json";
-  ReadThrough through{labels_known ? "" : "." + label_ext};
+  ReadThrough through;
+  if (!labels_known) through.keep_suffix = "." + label_ext;
   const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true, &through);
   out.read_through = through.happened;
   if (entry && entry->samples != samples.size())
