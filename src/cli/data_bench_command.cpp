@@ -56,8 +56,8 @@ double decode_rate(const ImageSource& source, size_t threads, size_t& decoded) {
   return static_cast<double>(decoded) / seconds_since(start);
 }
 
-// --decode-only: every image of the training split (a folder's files, shards' members) read and decoded whole on data.workers threads, once to warm
-// the page cache (as the pipeline's warmup does), once timed.
+// --decode-only: every image of the training split (a folder's files, shards' members) read and decoded whole on
+// data.workers threads, once to warm the page cache (as the pipeline's warmup does), once timed.
 double bench_decode_only(const Config& c, size_t workers, nlohmann::json& out) {
   if (!data_kind_row(c.data.kind).image_files)
     throw UsageError("bench data --decode-only times the decode of image files; data.kind " +
@@ -261,6 +261,7 @@ void print_data_bench(const DataBenchArgs& a, const nlohmann::json& out, size_t 
 int run_data_bench(const DataBenchArgs& given) {
   if (given.batches < 1 || given.warmup < -1) throw UsageError("bench data: --batches must be >= 1 and --warmup >= 0");
   Config c = resolve_config(given.config, given.overrides);
+  apply_allow_pipe(c, given.allow_pipe);
   apply_threads(c.run);
   DataBenchArgs a = given;
   if (a.warmup < 0) a.warmup = c.data.prefetch + 2;
@@ -281,6 +282,7 @@ void add_data_bench_command(CLI::App& bench, Commands& commands) {
   cmd->add_option("--warmup", args->warmup,
                   "untimed batches first (default: data.prefetch + 2, which the pipeline takes to fill up)");
   cmd->add_option("--batches", args->batches, "timed batches")->capture_default_str();
+  add_allow_pipe_flag(*cmd, args->allow_pipe);
   cmd->add_flag("--decode-only", args->decode_only,
                 "time only reading and full-size decoding of the same files, on data.workers threads");
   cmd->add_flag(

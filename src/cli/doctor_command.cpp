@@ -23,6 +23,7 @@ struct DoctorArgs {
   std::string config;                  // --config FILE (optional)
   std::vector<std::string> overrides;  // --set KEY=VALUE
   std::string output_dir;              // --output-dir DIR: the run folder to check (default: run.output_dir/run.name)
+  bool allow_pipe = false;             // --allow-pipe: pipe:CMD shards may run CMD
 };
 
 }  // namespace
@@ -78,6 +79,7 @@ int run_doctor(const DoctorArgs& args) {
   if (!args.config.empty()) {
     try {
       context.config = resolve_config(args.config, args.overrides);
+      apply_allow_pipe(*context.config, args.allow_pipe);
       const Config& c = *context.config;
       context.run_dir = args.output_dir.empty() ? std::filesystem::path(c.run.output_dir) / c.run.name
                                                 : std::filesystem::path(args.output_dir);
@@ -100,6 +102,7 @@ void add_doctor_command(CLI::App& app, Commands& commands) {
       "doctor", "check LibTorch, BLAS, threads, every CUDA device and, with --config, the data and output folder");
   add_config_options(*cmd, args->config, args->overrides, "config whose data, output folder and settings are checked");
   add_output_dir_option(*cmd, args->output_dir, "run folder to check (default: run.output_dir/run.name)");
+  add_allow_pipe_flag(*cmd, args->allow_pipe);
   commands.push_back({cmd, [args] { return run_doctor(*args); }});
 }
 

@@ -166,7 +166,8 @@ int run_eval(const EvalArgs& args) {
   if (args.split != "val" && args.split != "train")
     throw UsageError("--split: expected val or train, got " + args.split);
   const LoadedCheckpoint checkpoint(args.checkpoint);
-  const Config c = config_for_checkpoint(checkpoint, args.config, args.overrides, CheckpointUse::evaluate).config;
+  Config c = config_for_checkpoint(checkpoint, args.config, args.overrides, CheckpointUse::evaluate).config;
+  apply_allow_pipe(c, args.allow_pipe);
   apply_threads(c.run);
   apply_backend_settings(c.run);
   const torch::Device device = select_device(c.run.device);
@@ -235,6 +236,7 @@ void add_eval_command(CLI::App& app, Commands& commands) {
   cmd->add_option("--output", args->output, "write the JSON report to this file instead");
   cmd->add_option("--predictions", args->predictions,
                   "CSV with one row per image: path, label, top-5 and probabilities");
+  add_allow_pipe_flag(*cmd, args->allow_pipe);
   commands.push_back({cmd, [args] { return run_eval(*args); }});
 }
 

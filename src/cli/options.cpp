@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "trainer/platform/files.hpp"
+
 namespace trainer {
 
 void add_config_options(CLI::App& cmd, std::string& config, std::vector<std::string>& overrides,
@@ -26,6 +28,20 @@ void add_model_source_options(CLI::App& cmd, ModelSource& source) {
 
 void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::string& help) {
   cmd.add_option("-o,--output-dir", output_dir, help);
+}
+
+void add_allow_pipe_flag(CLI::App& cmd, bool& allow) {
+  cmd.add_flag("--allow-pipe", allow,
+               "let shards named pipe:CMD run CMD (with your rights) and copy its output into data.shards.cache; "
+               "give it only for a config you trust");
+}
+
+void apply_allow_pipe(Config& config, bool allow) {
+  config.data.shards.allow_pipe = allow;
+  if (allow && config.data.shards.cache.empty()) {
+    const auto folder = user_cache_folder();
+    if (!folder.empty()) config.data.shards.cache = (folder / "trainer" / "shards").string();
+  }
 }
 
 void add_json_flag(CLI::App& cmd, bool& json) { cmd.add_flag("--json", json, "print one JSON line"); }

@@ -1,6 +1,6 @@
+#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <optional>
@@ -38,7 +38,18 @@ struct TrainArgs {
   int64_t stop_after_step = 0;            // --stop-after-step N: save and stop after optimizer step N, mid-epoch
   std::optional<int64_t> nproc_per_node;  // --nproc-per-node N: start N processes here (distributed/launcher)
   int64_t max_restarts = 0;               // --max-restarts K: restart them all up to K times when one dies
+  bool allow_pipe = false;                // --allow-pipe: pipe:CMD shards may run CMD
 };
+
+// A config the run reads (from --config, or a checkpoint's) with what only the command line may say applied.
+Config with_command_line(Config config, const TrainArgs& args) {
+  apply_allow_pipe(config, args.allow_pipe);
+  return config;
+}
+
+Config resolve_run_config(const TrainArgs& args) {
+  return with_command_line(resolve_config(args.config, args.overrides), args);
+}
 
 }  // namespace
 
@@ -179,7 +190,8 @@ int train_new(const TrainArgs& args, const Config& config, bool replace) {
 
 int train_resume(const TrainArgs& args) {
   const LoadedCheckpoint checkpoint(args.resume);
-  const CheckpointConfig resolved = config_for_checkpoint(checkpoint, args.config, args.overrides);
+  CheckpointConfig resolved = config_for_checkpoint(checkpoint, args.config, args.overrides);
+  resolved.config = with_command_line(std::move(resolved.config), args);
   auto group = join_world(resolved.config);
   const bool writer = writes_run(group);
   fs::path run_dir;
@@ -216,14 +228,14 @@ int train_auto(const TrainArgs& args, const Config& config) {
 }
 
 int train_new(const TrainArgs& args) {
-  const Config config = resolve_config(args.config, args.overrides);
+  const Config config = resolve_run_config(args);
   if (config.run.resume == ResumeMode::automatic) return train_auto(args, config);
   return train_new(args, config, /*replace=*/false);
 }
 
 // The whole pipeline on a few batches: train one epoch, save, resume for the second, evaluate best.pt.
 int train_smoke(const TrainArgs& args) {
-  Config config = resolve_config(args.config, args.overrides);
+  Config config = resolve_run_config(args);
   config.data.limit_train = 4 * config.data.batch_size;
   config.data.limit_eval = 4 * config.data.batch_size;
   config.train.epochs = 2;
@@ -253,11 +265,12 @@ int train_smoke(const TrainArgs& args) {
     fit(first, {/*epoch=*/1, std::nullopt});
   }
   const LoadedCheckpoint checkpoint(run_dir / CheckpointNames::last());
-  Session second =
-      make_session(config_for_checkpoint(checkpoint, "", {}).config, run_dir, make_run_logs(run_dir), &checkpoint);
+  Session second = make_session(with_command_line(config_for_checkpoint(checkpoint, "", {}).config, args), run_dir,
+                                make_run_logs(run_dir), &checkpoint);
   const FitResult done = fit(second);
   EvalArgs eval;
   eval.checkpoint = (run_dir / CheckpointNames::best()).string();
+  eval.allow_pipe = args.allow_pipe;
   const int code = run_eval(eval);
   if (code != 0 || done.state.epoch != 2) throw TrainError("smoke run did not complete");
   second.logs.main->info("smoke test passed: train, checkpoint, resume and eval work");
@@ -329,7 +342,7 @@ int run_train(const TrainArgs& args) {
   if (args.resume == "auto") {
     if (args.config.empty())
       throw UsageError("--resume auto needs --config FILE: the run it continues, or starts in its folder");
-    return train_auto(args, resolve_config(args.config, args.overrides));
+    return train_auto(args, resolve_run_config(args));
   }
   if (!args.resume.empty()) return train_resume(args);
   if (args.config.empty()) throw UsageError("training needs --config FILE or --resume CHECKPOINT (see trainer --help)");
@@ -356,6 +369,7 @@ void add_train_command(CLI::App& app, Commands& commands) {
                  "process in a group of one)")
       ->type_name("INT");
   app.add_flag("--smoke", args->smoke, "train a few batches for 2 epochs with a save, a resume and an eval");
+  add_allow_pipe_flag(app, args->allow_pipe);
   commands.push_back({&app, [args] { return run_train(*args); }});
 }
 

@@ -165,13 +165,6 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
   EXPECT_NE(bad.output.find("1 with problems"), std::string::npos) << bad.output;
 }
 
-// Waits (a hang guard, not a timing assertion) until `done` holds.
-template <class F>
-bool eventually(F done) {
-  for (int i = 0; i < 30000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return done();
-}
-
 // The read-ahead (data.shards.read_ahead) against the loopback server: the images of a planned batch, fetched by
 // threads of their own, are the shard's bytes, each range fetched once; with 0 the workers fetch their own.
 TEST(Shards, RemoteImagesFetchedAheadAreTheShardsBytesEachRangeFetchedOnce) {
@@ -334,6 +327,91 @@ TEST(Shards, AFolderRunResumesOnItsShardsExactlyAndNotOnOtherPhotos) {
                                   "cannot change on resume, except an image folder for its shards and back"),
             std::string::npos)
       << synthetic.output;
+}
+
+// pipe: shards (webdataset's "pipe:CMD"): refused without --allow-pipe, whatever the config says; with it, each
+// command's output is copied once into data.shards.cache with its index and trains as the shards on disk do, bit for
+// bit; a later start reads the copies and runs nothing. A command that fails or writes a cut tar leaves no copy.
+TEST(Shards, PipeShardsRunOnlyWithAllowPipeAreCopiedOnceAndTrainAsOnDisk) {
+  ShardedFolder f;
+  size_t train_shards = 0, val_shards = 0;
+  for (const auto& e : fs::directory_iterator(f.shards))
+    if (e.path().extension() == ".tar")
+      (e.path().filename().string().rfind("train-", 0) == 0 ? train_shards : val_shards)++;
+  const fs::path source = f.dir / "source", cache = f.dir / "cache";
+  fs::copy(f.shards, source, fs::copy_options::recursive);
+  auto pipe = [&](const std::string& split, size_t count) {  // pipe:cat .../train-{000000..000011}.tar
+    char last[16];
+    std::snprintf(last, sizeof last, "%06zu", count - 1);
+    return "pipe:cat " + (source / (split + "-{000000.." + last + "}.tar")).string();
+  };
+  const json o{
+      {"data",
+       {{"shards",
+         {{"train", pipe("train", train_shards)}, {"val", pipe("val", val_shards)}, {"cache", cache.string()}}}}}};
+  const std::string config = "--config " + f.config("pipe", f.shards.string(), o).string();
+  const auto refused = trainer_cli(config + " -o " + (f.dir / "refused").string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("error: data: pipe:cat " + (source / "train-000000.tar").string() +
+                                ": a shard read by running a command; give --allow-pipe to run it"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_FALSE(fs::exists(cache));
+  const auto set = trainer_cli(config + " --set data.shards.allow_pipe=true");
+  EXPECT_EQ(set.exit_code, 2) << set.output;
+  EXPECT_NE(set.output.find("data.shards.allow_pipe: unknown key"), std::string::npos) << set.output;
+
+  const auto disk =
+      trainer_cli("--config " + f.config("disk", f.shards.string()).string() + " -o " + (f.dir / "disk").string());
+  ASSERT_EQ(disk.exit_code, 0) << disk.output;
+  const auto piped = trainer_cli(config + " --allow-pipe -o " + (f.dir / "piped").string());
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_NE(piped.output.find(" shards, " + std::to_string(train_shards) + " from pipe: commands, copied in " +
+                              cache.string() + " (" + std::to_string(train_shards) +
+                              " now, 0 by an earlier start), 12 images"),
+            std::string::npos)
+      << piped.output;
+  expect_same_weights(f.dir / "disk" / "last.pt", f.dir / "piped" / "last.pt", {28, 28, 3});
+  size_t copies = 0, indexes = 0;
+  for (const auto& e : fs::directory_iterator(cache)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() == ".idx") {
+      ++indexes;
+      continue;
+    }
+    ASSERT_EQ(e.path().extension(), ".tar") << name;  // no temporary file left
+    ++copies;
+    const std::string shard = name.substr(name.find('-') + 1);  // "<digest>-train-000003.tar"
+    EXPECT_EQ(bytes_of(e.path()), bytes_of(f.shards / shard)) << name;
+  }
+  EXPECT_EQ(copies, train_shards + val_shards);
+  EXPECT_EQ(indexes, copies);
+
+  // The commands' files gone, a later start reads the copies: the same weights.
+  fs::remove_all(source);
+  const auto again = trainer_cli(config + " --allow-pipe -o " + (f.dir / "again").string());
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("(0 now, " + std::to_string(train_shards) + " by an earlier start)"), std::string::npos)
+      << again.output;
+  expect_same_weights(f.dir / "disk" / "last.pt", f.dir / "again" / "last.pt", {28, 28, 3});
+
+  // A command that fails, and one whose tar is cut short: one-line errors naming the command; nothing is kept.
+  DataConfig data;
+  data.kind = DataKind::shards;
+  data.root = ".";
+  data.shards.allow_pipe = true;
+  data.shards.cache = (f.dir / "cache2").string();
+  data.shards.train = "pipe:cat " + (f.dir / "missing.tar").string();
+  EXPECT_EQ(testing::error_of<DataError>([&] { open_shards(data, true, 3, 3); }),
+            "data: " + data.shards.train +
+                ": the command exited with code 1 after 0 bytes of output (a pipe: shard "
+                "is the output of a command that succeeds)");
+  data.shards.train = "pipe:head -c 700 " + (f.shards / "train-000000.tar").string();
+  EXPECT_NE(testing::error_of<DataError>([&] {
+              open_shards(data, true, 3, 3);
+            }).find("data: " + data.shards.train + ": tar header at offset 0: the member's "),
+            std::string::npos);
+  EXPECT_TRUE(fs::is_empty(f.dir / "cache2"));
 }
 
 TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {

@@ -3,6 +3,8 @@
 //   wait-for-stop  writes FOLDER/ready-RANK, then waits for a stop request; prints "stopped by SIGINT" and exits
 //                  128 + its code (the trainer's way)
 //   rank1-fails    rank 1 prints "rank 1 failing" and exits 3; the other ranks wait-for-stop
+//   bytes          writes FOLDER (a number) bytes, byte i being (i * 7 + i / 256) % 256, to stdout as they are, and
+//                  exits 3 (what a `pipe:` shard's command looks like to run_shell_command)
 // Otherwise GoogleTest's main, except that a run whose tests were all skipped exits 77 (ctest's "Skipped").
 #include <gtest/gtest.h>
 
@@ -16,6 +18,8 @@
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
+#include <fcntl.h>
+#include <io.h>
 #include <windows.h>
 #endif
 
@@ -24,7 +28,17 @@
 
 namespace {
 
+int write_bytes(size_t count) {
+#ifdef _WIN32
+  _setmode(_fileno(stdout), _O_BINARY);  // no \r before each \n
+#endif
+  for (size_t i = 0; i < count; ++i) std::putchar(static_cast<int>((i * 7 + i / 256) % 256));
+  std::fflush(stdout);
+  return 3;
+}
+
 int run_child(const std::string& mode, const std::string& folder) {
+  if (mode == "bytes") return write_bytes(std::stoul(folder));
   const char* rank_text = std::getenv("RANK");
   const std::string rank = rank_text ? rank_text : "0";
   if (mode == "rank1-fails" && rank == "1") {

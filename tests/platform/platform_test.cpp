@@ -202,6 +202,8 @@ TEST(PlatformFiles, TheHomeFolderIsAnExistingFolder) {
   const fs::path home = home_folder();
   ASSERT_FALSE(home.empty());
   EXPECT_TRUE(fs::is_directory(home)) << home.u8string();
+  // The cache folder may not exist yet (it is made when first used); where it is, is known.
+  EXPECT_TRUE(user_cache_folder().is_absolute()) << user_cache_folder().u8string();
 }
 
 TEST(PlatformFiles, FolderAndFileNamesInAnyScript) {
@@ -364,6 +366,31 @@ TEST(PlatformChildren, AKilledChildSaysSo) {
     return child.poll().has_value();
   }));
   EXPECT_EQ(child.poll()->code, 137) << child.poll()->how;
+}
+
+TEST(PlatformChildren, AShellCommandsOutputArrivesWholeAndItsExitCodeWithIt) {
+  // This executable as the command, through the shell: 3 MB and 5 bytes of every byte value (a tar's bytes,
+  // '\n', '\r' and 0x1A included), in the pieces the pipe gives.
+  const size_t count = (size_t{3} << 20) + 5;
+  std::string received;
+  size_t pieces = 0;
+  const ChildExit exit = run_shell_command("\"" + own_command_line().at(0) + "\" child bytes " + std::to_string(count),
+                                           [&](const uint8_t* data, size_t size) {
+                                             received.append(reinterpret_cast<const char*>(data), size);
+                                             ++pieces;
+                                           });
+  EXPECT_EQ(exit.code, 3) << exit.how;
+  EXPECT_EQ(exit.how, "exited with code 3");
+  ASSERT_EQ(received.size(), count);
+  EXPECT_GE(pieces, 3u);  // at most 1 MiB a piece
+  for (size_t i = 0; i < count; ++i)
+    if (static_cast<uint8_t>(received[i]) != (i * 7 + i / 256) % 256) {
+      ADD_FAILURE() << "byte " << i;
+      break;
+    }
+  // A command that does not exist: the shell says so on stderr and exits non-zero.
+  const ChildExit missing = run_shell_command("no-such-command-for-trainer-tests", [](const uint8_t*, size_t) {});
+  EXPECT_NE(missing.code, 0) << missing.how;
 }
 
 TEST(PlatformLauncher, ARankThatFailsStopsTheOtherAndIsNamed) {

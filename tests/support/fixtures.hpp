@@ -10,6 +10,7 @@
 
 #include <sys/wait.h>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace trainer::testing {
@@ -33,6 +35,13 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "no error";
+}
+
+// Waits (a hang guard, not a timing assertion) until `done` holds.
+template <class F>
+bool eventually(F done) {
+  for (int i = 0; i < 30000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done();
 }
 
 class TempDir {

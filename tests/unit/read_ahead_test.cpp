@@ -11,19 +11,15 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/fixtures.hpp"
 #include "trainer/data/sources/read_ahead.hpp"
 
 namespace trainer {
 namespace {
 
-std::vector<uint8_t> bytes_of(size_t key) { return std::vector<uint8_t>(4 + key % 7, static_cast<uint8_t>(key)); }
+using testing::eventually;
 
-// Waits (a hang guard, not a timing assertion) until `done` holds.
-template <class F>
-bool eventually(F done) {
-  for (int i = 0; i < 30000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return done();
-}
+std::vector<uint8_t> bytes_of(size_t key) { return std::vector<uint8_t>(4 + key % 7, static_cast<uint8_t>(key)); }
 
 // A fetch that counts its calls per key.
 struct CountingFetch {

@@ -47,6 +47,7 @@ struct EvalArgs {
   std::string split = "val";  // --split val|train (train: the training images, eval transform)
   bool ema = false;           // --ema: the checkpoint's EMA weights
   std::string predictions;    // --predictions FILE.csv: one row per image with its top-5
+  bool allow_pipe = false;    // --allow-pipe: pipe:CMD shards may run CMD
 };
 
 // `trainer bench` (bench_command.cpp, and config_bench_command.cpp with --config): times the training step (forward,
@@ -87,6 +88,7 @@ struct DataBenchArgs {
   bool eval = false;  // --eval: the evaluation pipeline (eval split and transforms, a new
                       // loader per pass over the split, as each evaluation makes one)
   bool json = false;
+  bool allow_pipe = false;  // --allow-pipe: pipe:CMD shards may run CMD
 };
 
 int run_eval(const EvalArgs& args);

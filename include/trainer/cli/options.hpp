@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/config/config.hpp"
 #include "trainer/config/fields.hpp"
 
 namespace trainer {
@@ -31,6 +32,13 @@ void add_model_source_options(CLI::App& cmd, ModelSource& source);
 
 // -o/--output-dir DIR.
 void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::string& help);
+
+// --allow-pipe: shards named "pipe:CMD" may run CMD (data/sources/pipe_shard.hpp). A flag of the command line alone:
+// a config file cannot give itself the right to run commands.
+void add_allow_pipe_flag(CLI::App& cmd, bool& allow);
+// The flag applied to a config read from a file or a checkpoint: data.shards.allow_pipe, and with it an empty
+// data.shards.cache resolved to trainer/shards in the user's cache folder.
+void apply_allow_pipe(Config& config, bool allow);
 
 // --json: one JSON line on stdout.
 void add_json_flag(CLI::App& cmd, bool& json);

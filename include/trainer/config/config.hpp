@@ -290,12 +290,17 @@ struct ShardsConfig {
   std::string val;
   std::string label = "cls";
   int64_t read_ahead = 8;
+  std::string cache;
+  // --allow-pipe on the command line, never from a file: a config from a stranger must not run commands.
+  bool allow_pipe = false;
 
   template <class V>
   void visit(V& v) {
     v.field("train", train,
             "the training shards under data.root: a brace pattern (\"train-{000000..000127}.tar\"), a .txt file "
-            "listing one per line, or a folder of .tar files; empty: the train split of data.root's shards.json");
+            "listing one per line, or a folder of .tar files; empty: the train split of data.root's shards.json. "
+            "\"pipe:CMD\" (\"pipe:aws s3 cp s3://bucket/train-{0000..0127}.tar -\"): each shard is CMD's output, "
+            "copied once into data.shards.cache; it runs only with --allow-pipe on the command line");
     v.field("val", val, "the evaluation shards, as train; empty: the val split of data.root's shards.json");
     v.field("label", label,
             "where a sample's class index is: \"cls\" (a member holding the number as text) or \"json:FIELD\" "
@@ -304,6 +309,10 @@ struct ShardsConfig {
             "remote shards: connections that fetch the planned batches' images ahead of the loader workers, so a "
             "worker does not wait a round trip per image (0: each worker fetches its own when it reaches it)",
             Range::between(0, 256));
+    v.field("cache", cache,
+            "pipe: shards: the folder their copies are kept in, each with its index (a later start runs no command "
+            "for a shard copied there; delete a copy to fetch it again); empty: trainer/shards in the user's cache "
+            "folder ($XDG_CACHE_HOME or ~/.cache; %LOCALAPPDATA% on Windows)");
   }
 };
 

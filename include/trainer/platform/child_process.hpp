@@ -8,6 +8,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +58,11 @@ class ChildProcess {
 // Sleeps until a child has output or has ended, a stop request is queued, or `timeout` has passed.
 void wait_for_children(const std::vector<const ChildProcess*>& children, const StopRequestQueue& stops,
                        std::chrono::milliseconds timeout);
+
+// Runs `command` through the system's shell (/bin/sh -c; cmd.exe /c on Windows) and hands its standard output to
+// `sink` in pieces as they come, to its end; its standard error goes to this process's. How it ended comes back.
+// Throws std::runtime_error when no shell could be started. What a `pipe:` shard runs (data/sources/pipe_shard.hpp).
+ChildExit run_shell_command(const std::string& command, const std::function<void(const uint8_t*, size_t)>& sink);
 
 // A TCP port on 127.0.0.1 nobody listens on now, or nullopt.
 std::optional<int> free_loopback_port();

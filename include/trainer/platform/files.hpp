@@ -52,6 +52,10 @@ std::error_code hard_link(const std::filesystem::path& from, const std::filesyst
 // Windows (as Python's os.path.expanduser, which PyTorch's hub cache follows). Empty when none is known.
 std::filesystem::path home_folder();
 
+// The user's folder for caches: $XDG_CACHE_HOME, else ~/.cache (POSIX); %LOCALAPPDATA%, else
+// %USERPROFILE%\AppData\Local (Windows). Empty when none is known.
+std::filesystem::path user_cache_folder();
+
 // Removes a file; one that is already gone is not an error.
 std::error_code remove_file(const std::filesystem::path& path);
 

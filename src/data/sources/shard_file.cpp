@@ -11,11 +11,15 @@ namespace trainer {
 
 namespace fs = std::filesystem;
 
-ShardFile::ShardFile(std::string location) : location_(std::move(location)), remote_(is_http_address(location_)) {
+ShardFile::ShardFile(std::string location, std::string local_copy)
+    : location_(std::move(location)),
+      path_(local_copy.empty() ? location_ : std::move(local_copy)),
+      remote_(is_http_address(path_)) {
   if (remote_) return;
   file_ = std::make_unique<PositionalFile>();
-  if (const std::error_code ec = file_->open(fs::path(location_)))
-    throw DataError(location_ + ": cannot open the shard: " + ec.message());
+  if (const std::error_code ec = file_->open(fs::path(path_)))
+    throw DataError(location_ + ": cannot open the shard" + (path_ == location_ ? "" : " (its copy " + path_ + ")") +
+                    ": " + ec.message());
 }
 
 uint64_t ShardFile::size() const { return file_ ? file_->size() : 0; }
@@ -66,7 +70,7 @@ std::vector<IndexedSample> ShardFile::read_remote_tar(ReadThrough* through) cons
 }
 
 std::vector<IndexedSample> ShardFile::samples(bool write_index, ReadThrough* through) const {
-  const std::string index = shard_index_location(location_);
+  const std::string index = shard_index_location(path_);
   std::vector<uint8_t> text;
   if (remote_) {
     try {
@@ -87,7 +91,7 @@ std::vector<IndexedSample> ShardFile::samples(bool write_index, ReadThrough* thr
     return parse_shard_index(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), index, size());
   }
   MappedFile mapped;
-  if (const std::error_code ec = mapped.open(fs::path(location_)))
+  if (const std::error_code ec = mapped.open(fs::path(path_)))
     throw DataError(location_ + ": cannot read the shard: " + ec.message());
   std::vector<IndexedSample> samples =
       group_samples(list_tar_members(reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size(), location_));

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "trainer/data/sources/pipe_shard.hpp"
 #include "trainer/platform/files.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/http_range.hpp"
@@ -79,7 +80,8 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
 }
 
 std::string shard_location(const std::string& root, const std::string& name) {
-  if (root.empty() || root == "." || is_http_address(name) || fs::path(name).is_absolute()) return name;
+  if (root.empty() || root == "." || is_http_address(name) || is_pipe_address(name) || fs::path(name).is_absolute())
+    return name;
   if (is_http_address(root)) return root.back() == '/' ? root + name : root + "/" + name;
   return (fs::path(root) / fs::path(name)).generic_string();
 }
@@ -88,7 +90,9 @@ std::vector<std::string> list_shards(const std::string& root, const std::string&
   const std::string where = shard_location(root, spec);
   std::vector<std::string> names;
   std::error_code ec;
-  if (ends_with(spec, ".txt")) {  // one shard per line, relative to the list's own folder or address
+  if (is_pipe_address(spec)) {  // a command per shard, its braces expanded as webdataset does
+    names = expand_braces(spec);
+  } else if (ends_with(spec, ".txt")) {  // one shard per line, relative to the list's own folder or address
     std::vector<uint8_t> bytes;
     if (is_http_address(where)) {
       try {

@@ -11,6 +11,7 @@
 
 #include "trainer/data/pixels/encoded_image.hpp"
 #include "trainer/data/sources/encoded_sample.hpp"
+#include "trainer/data/sources/pipe_shard.hpp"
 #include "trainer/data/sources/shard_list.hpp"
 #include "trainer/data/sources/shard_summary.hpp"
 #include "trainer/util/error.hpp"
@@ -31,7 +32,7 @@ constexpr uint64_t kReadAheadBytes = uint64_t{256} << 20;
 
 ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
                          std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
-                         int64_t channels, size_t read_ahead, size_t read_through)
+                         int64_t channels, size_t read_ahead, ShardOpening opening)
     : root_(std::move(root)),
       shards_(std::move(shards)),
       keys_(std::move(keys)),
@@ -39,7 +40,7 @@ ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const Sha
       class_names_(std::move(class_names)),
       spec_(spec),
       channels_(channels),
-      read_through_(read_through) {
+      opening_(std::move(opening)) {
   const bool remote = std::any_of(shards_.begin(), shards_.end(), [](const auto& s) { return s->remote(); });
   if (!remote || read_ahead == 0) return;
   read_ahead_ = std::make_unique<ReadAhead>(
@@ -93,12 +94,16 @@ std::string ShardSource::sample_name(size_t i) const {
 }
 
 std::string ShardSource::describe() const {
-  const std::string unindexed =
-      read_through_ == 0 ? ""
-                         : std::to_string(read_through_) +
-                               " without an index, read through once to list their samples (an index beside each "
-                               "shard, as `trainer shards make` and DALI's wds2idx write, saves that), ";
-  return "shards " + root_ + " (" + std::to_string(shards_.size()) + " shards, " + unindexed + std::to_string(size()) +
+  std::string opened;
+  if (opening_.read_through > 0)
+    opened += std::to_string(opening_.read_through) +
+              " without an index, read through once to list their samples (an index beside each shard, as `trainer "
+              "shards make` and DALI's wds2idx write, saves that), ";
+  if (opening_.piped + opening_.pipe_copies > 0)
+    opened += std::to_string(opening_.piped + opening_.pipe_copies) + " from pipe: commands, copied in " +
+              opening_.cache + " (" + std::to_string(opening_.piped) + " now, " + std::to_string(opening_.pipe_copies) +
+              " by an earlier start), ";
+  return "shards " + root_ + " (" + std::to_string(shards_.size()) + " shards, " + opened + std::to_string(size()) +
          " images, " + std::to_string(class_names_.size()) + " classes; " + describe_transform(spec_) + ")";
 }
 
@@ -113,6 +118,7 @@ struct ShardSamples {
   std::vector<int64_t> labels;
   std::vector<ShardAddress> images;
   bool read_through = false;  // a remote shard without an index, read through once to list its samples
+  enum class Piped { no, ran, cached } piped = Piped::no;  // a pipe: shard: its command ran now, or its copy was kept
 };
 
 std::string member_list(const IndexedSample& s) {
@@ -146,9 +152,16 @@ int64_t parse_label(const std::vector<uint8_t>& bytes, const std::string& label_
 }
 
 ShardSamples read_shard(const std::string& location, uint32_t shard_no, const ShardEntry* entry,
-                        const std::string& label_key) {
+                        const ShardsConfig& config) {
   ShardSamples out;
-  out.file = std::make_shared<ShardFile>(location);
+  const std::string& label_key = config.label;
+  if (is_pipe_address(location)) {
+    const PipeShardCopy copy = pipe_shard_copy(location, {config.allow_pipe, config.cache});
+    out.piped = copy.ran ? ShardSamples::Piped::ran : ShardSamples::Piped::cached;
+    out.file = std::make_shared<ShardFile>(location, copy.path.string());
+  } else {
+    out.file = std::make_shared<ShardFile>(location);
+  }
   const bool labels_known = entry && !entry->labels.empty();
   const std::string label_ext = label_key == "cls" ? "cls" : "json";
   ReadThrough through;
@@ -193,7 +206,7 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
 
 // Every shard read on a few threads (a remote index is a round trip); the first failure in shard order is thrown.
 std::vector<ShardSamples> read_shards(const std::vector<std::string>& locations,
-                                      const std::vector<const ShardEntry*>& entries, const std::string& label_key) {
+                                      const std::vector<const ShardEntry*>& entries, const ShardsConfig& config) {
   std::vector<ShardSamples> shards(locations.size());
   std::vector<std::exception_ptr> errors(locations.size());
   std::atomic<size_t> next{0};
@@ -203,7 +216,7 @@ std::vector<ShardSamples> read_shards(const std::vector<std::string>& locations,
     pool.emplace_back([&] {
       for (size_t i = next++; i < locations.size(); i = next++) {
         try {
-          shards[i] = read_shard(locations[i], static_cast<uint32_t>(i), entries[i], label_key);
+          shards[i] = read_shard(locations[i], static_cast<uint32_t>(i), entries[i], config);
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -267,7 +280,7 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
                     split + " does not name the shards (a brace pattern, a .txt list or a folder)");
   }
   if (locations.size() > UINT32_MAX) throw DataError(data.root + ": more than 4294967295 shards");
-  std::vector<ShardSamples> shards = read_shards(locations, entries, data.shards.label);
+  std::vector<ShardSamples> shards = read_shards(locations, entries, data.shards);
 
   std::vector<std::string> classes;
   if (summary) classes = summary->classes;
@@ -286,9 +299,12 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
   std::vector<std::shared_ptr<const ShardFile>> files;
   FileList keys;
   std::vector<ShardAddress> addresses;
-  size_t read_through = 0;
+  ShardOpening opening;
+  opening.cache = data.shards.cache;
   for (auto& s : shards) {
-    read_through += s.read_through;
+    opening.read_through += s.read_through;
+    opening.piped += s.piped == ShardSamples::Piped::ran;
+    opening.pipe_copies += s.piped == ShardSamples::Piped::cached;
     for (size_t j = 0; j < s.keys.size(); ++j) {
       if (s.labels[j] < 0 || s.labels[j] >= static_cast<int64_t>(classes.size()))
         throw DataError(s.file->location() + "#" + s.keys[j] + ": label " + std::to_string(s.labels[j]) +
@@ -301,7 +317,7 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
   if (addresses.empty()) throw DataError(data.root + ": the " + split + " shards hold no samples");
   return std::make_shared<ShardSource>(data.root, std::move(files), std::move(keys), std::move(addresses),
                                        std::move(classes), make_transform_spec(data, augment.value_or(train)), channels,
-                                       static_cast<size_t>(data.shards.read_ahead), read_through);
+                                       static_cast<size_t>(data.shards.read_ahead), std::move(opening));
 }
 
 }  // namespace trainer

@@ -141,6 +141,22 @@ void wait_for_children(const std::vector<const ChildProcess*>& children, const S
   ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
 }
 
+ChildExit run_shell_command(const std::string& command, const std::function<void(const uint8_t*, size_t)>& sink) {
+  // "e": the read end is close-on-exec, so a command started at the same time on another thread does not hold it.
+  FILE* out = ::popen(command.c_str(), "re");
+  if (!out) throw std::runtime_error(std::string("cannot start /bin/sh: ") + std::strerror(errno));
+  std::vector<uint8_t> buffer(size_t{1} << 20);
+  try {
+    for (size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), out)) > 0;) sink(buffer.data(), n);
+  } catch (...) {
+    ::pclose(out);  // waits for the command; it ends on its own once its output has no reader (SIGPIPE)
+    throw;
+  }
+  const int status = ::pclose(out);
+  if (status == -1) throw std::runtime_error(std::string("cannot wait for the command: ") + std::strerror(errno));
+  return describe(status);
+}
+
 std::optional<int> free_loopback_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;

@@ -84,6 +84,12 @@ std::filesystem::path home_folder() {
   return entry != nullptr && entry->pw_dir != nullptr ? std::filesystem::path(entry->pw_dir) : std::filesystem::path();
 }
 
+std::filesystem::path user_cache_folder() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') return xdg;
+  const std::filesystem::path home = home_folder();
+  return home.empty() ? home : home / ".cache";
+}
+
 std::error_code remove_file(const std::filesystem::path& path) {
   return ::unlink(path.c_str()) == 0 || errno == ENOENT ? std::error_code{} : last_error();
 }

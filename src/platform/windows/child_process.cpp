@@ -187,6 +187,23 @@ void wait_for_children(const std::vector<const ChildProcess*>& children, const S
                          FALSE, ms);
 }
 
+ChildExit run_shell_command(const std::string& command, const std::function<void(const uint8_t*, size_t)>& sink) {
+  // _wpopen runs cmd.exe /c with the command as UTF-16, so any script in it reaches the shell; "b": the bytes as
+  // they are (a tar, not text).
+  FILE* out = _wpopen(windows::widen(command).c_str(), L"rb");
+  if (!out) throw std::runtime_error("cannot start cmd.exe: error " + std::to_string(GetLastError()));
+  std::vector<uint8_t> buffer(size_t{1} << 20);
+  try {
+    for (size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), out)) > 0;) sink(buffer.data(), n);
+  } catch (...) {
+    _pclose(out);
+    throw;
+  }
+  const int code = _pclose(out);
+  if (code == -1) throw std::runtime_error("cannot wait for the command");
+  return describe(static_cast<DWORD>(code));
+}
+
 std::optional<int> free_loopback_port() {
   WSADATA data;
   if (WSAStartup(MAKEWORD(2, 2), &data) != 0) return std::nullopt;

@@ -102,6 +102,12 @@ std::filesystem::path home_folder() {
   return {};
 }
 
+std::filesystem::path user_cache_folder() {
+  if (const wchar_t* local = _wgetenv(L"LOCALAPPDATA"); local != nullptr && *local != L'\0') return local;
+  const std::filesystem::path home = home_folder();
+  return home.empty() ? home : home / "AppData" / "Local";
+}
+
 std::error_code remove_file(const std::filesystem::path& path) {
   if (DeleteFileW(windows::long_path(path).c_str())) return {};
   const DWORD error = GetLastError();

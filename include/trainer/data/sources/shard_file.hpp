@@ -27,8 +27,10 @@ struct ReadThrough {
 
 class ShardFile {
  public:
-  // Opens a local shard (DataError naming it when it cannot be); an address is not fetched yet.
-  explicit ShardFile(std::string location);
+  // Opens a local shard (DataError naming it when it cannot be); an address is not fetched yet. `local_copy`: the
+  // file that holds the shard named `location` (a pipe: shard's copy, pipe_shard.hpp), read as a local shard and
+  // named by `location` in messages.
+  explicit ShardFile(std::string location, std::string local_copy = "");
 
   const std::string& location() const { return location_; }
   bool remote() const { return remote_; }
@@ -50,6 +52,7 @@ class ShardFile {
   std::vector<IndexedSample> read_remote_tar(ReadThrough* through) const;
 
   std::string location_;
+  std::string path_;  // the file read: the location, or its local copy
   bool remote_ = false;
   std::unique_ptr<PositionalFile> file_;
 };

@@ -1,6 +1,7 @@
 // Which shards a split reads (data.shards.train / val): a brace pattern as webdataset and DALI write them
 // ("train-{000000..001023}.tar", "{a,b}-{0..9}.tar"), a .txt file with one shard per line, or a folder of .tar
 // files; each relative to data.root (a folder or an http(s) address) unless it is absolute or an address itself.
+// "pipe:CMD" stands for commands whose output is a shard, one per name its braces expand to (pipe_shard.hpp).
 //   auto shards = list_shards("https://host/imagenet", "train-{0000..0127}.tar");
 #pragma once
 

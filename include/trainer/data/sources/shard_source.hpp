@@ -30,14 +30,21 @@ struct ShardAddress {
   uint32_t shard = 0;
 };
 
+// What opening the shards took beyond reading their indexes (describe() says it).
+struct ShardOpening {
+  size_t read_through = 0;  // remote shards without an index, read through once
+  size_t piped = 0;         // pipe: shards whose commands ran, copied into `cache`
+  size_t pipe_copies = 0;   // pipe: shards whose copies the cache held already
+  std::string cache;        // data.shards.cache
+};
+
 class ShardSource final : public ImageSource {
  public:
   // `keys` holds each sample's key and label; `addresses` its image member. `read_ahead`: threads fetching remote
-  // images ahead of the workers (0: none; local shards never have them). `read_through`: how many remote shards
-  // had no index (describe() says so).
+  // images ahead of the workers (0: none; local shards never have them).
   ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
               std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
-              int64_t channels, size_t read_ahead = 0, size_t read_through = 0);
+              int64_t channels, size_t read_ahead = 0, ShardOpening opening = {});
 
   size_t size() const override { return keys_.size(); }
   int64_t label(size_t i) const override { return keys_.label(i); }
@@ -63,7 +70,7 @@ class ShardSource final : public ImageSource {
   std::vector<std::string> class_names_;
   TransformSpec spec_;
   int64_t channels_;
-  size_t read_through_;
+  ShardOpening opening_;
   std::unique_ptr<ReadAhead> read_ahead_;  // null for local shards and with data.shards.read_ahead 0
 };
 

@@ -1,0 +1,100 @@
+#include "trainer/data/sources/pipe_shard.hpp"
+
+#include <cctype>
+#include <stdexcept>
+#include <system_error>
+
+#include "trainer/data/sources/shard_index.hpp"
+#include "trainer/data/sources/tar_members.hpp"
+#include "trainer/platform/child_process.hpp"
+#include "trainer/util/atomic_file.hpp"
+#include "trainer/util/error.hpp"
+#include "trainer/util/sha256.hpp"
+
+namespace trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kPipePrefix = "pipe:";
+
+// The copy's file name: the start of the command's SHA-256 (one command, one copy), then the shard's own name for
+// the reader of the folder: the last word of the command that names a .tar, its file name up to its first dot
+// (DALI's index rule keeps the rest of the name for the index: "<digest>-train-000001.idx").
+std::string pipe_copy_name(const std::string& command) {
+  Sha256 digest;
+  digest.update(command.data(), command.size());
+  std::string name = digest.hex_digest().substr(0, 24);
+  const size_t tar = command.rfind(".tar");
+  if (tar == std::string::npos) return name + ".tar";
+  size_t begin = tar;
+  while (begin > 0 && !std::isspace(static_cast<unsigned char>(command[begin - 1])) && command[begin - 1] != '/' &&
+         command[begin - 1] != '\\' && command[begin - 1] != ':' && command[begin - 1] != '"' &&
+         command[begin - 1] != '\'')
+    --begin;
+  std::string shard = command.substr(begin, tar - begin);
+  shard = shard.substr(0, shard.find('.'));
+  for (char& c : shard)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  if (shard.size() > 64) shard.resize(64);
+  return shard.empty() ? name + ".tar" : name + "-" + shard + ".tar";
+}
+
+}  // namespace
+
+bool is_pipe_address(const std::string& location) { return location.rfind(kPipePrefix, 0) == 0; }
+
+PipeShardCopy pipe_shard_copy(const std::string& location, const PipeShards& pipes) {
+  if (!pipes.allowed)
+    throw DataError(location +
+                    ": a shard read by running a command; give --allow-pipe to run it (only for a config "
+                    "you trust: a config that names a command runs it with your rights)");
+  if (pipes.cache.empty())
+    throw DataError(location + ": data.shards.cache is empty: pipe: shards are copied into a cache folder");
+  const std::string command = location.substr(std::string(kPipePrefix).size());
+  const fs::path folder = fs::path(pipes.cache);
+  PipeShardCopy copy{folder / pipe_copy_name(command), false};
+  std::error_code ec;
+  if (fs::is_regular_file(copy.path, ec)) return copy;  // copied by an earlier start
+  fs::create_directories(folder, ec);
+  if (ec) throw DataError(location + ": cannot create the shard cache " + folder.string() + ": " + ec.message());
+
+  TarMemberStream tar(location);
+  std::vector<TarMember> members;
+  uint64_t bytes = 0;
+  try {
+    write_file_atomically(copy.path, [&](const ByteSink& sink) {
+      ChildExit exit;
+      try {
+        exit = run_shell_command(command, [&](const uint8_t* data, size_t size) {
+          sink(data, size);
+          bytes += size;
+          if (!tar.done()) tar.feed(data, size);  // after the end blocks, padding
+        });
+      } catch (const std::runtime_error& e) {
+        throw DataError(location + ": " + e.what());
+      }
+      if (exit.code != 0)
+        throw DataError(location + ": the command " + exit.how + " after " + std::to_string(bytes) +
+                        " bytes of output (a pipe: shard is the output of a command that succeeds)");
+      if (bytes == 0) throw DataError(location + ": the command wrote nothing (a pipe: shard is its output)");
+      members = tar.finish();  // a tar cut short is refused before the copy counts
+    });
+  } catch (const DataError&) {
+    throw;
+  } catch (const Error& e) {  // the copy could not be written (WriteError names the file, the cause, the space)
+    throw DataError(location + ": " + e.message());
+  }
+  copy.ran = true;
+  // The index, made from the bytes as they came (a copy left without one, by a crash here, gets it at its next
+  // opening as any local shard does).
+  try {
+    write_text_atomically(fs::path(shard_index_location(copy.path.string())),
+                          format_shard_index(group_samples(members)));
+  } catch (const WriteError&) {
+  }
+  return copy;
+}
+
+}  // namespace trainer
