@@ -6,6 +6,7 @@
 # configuration the median step time of each side, the ratio python/trainer (> 1: the trainer is faster) and
 # the peak RSS. Needs scripts/setup.sh and a release build.
 #   scripts/bench/compare_resnet_step.sh [RUNS]        STEPS=5 WARMUP=2 THREADS=2 ARCHS="resnet18 resnet50"
+#                                                      SHAPES="16x224 64x64" CHANNELS_LAST="off on"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-3}"
@@ -21,7 +22,7 @@ summary=()
 for arch in $archs; do
   for shape in $shapes; do
     batch=${shape%x*}; size=${shape#*x}
-    for cl in off on; do
+    for cl in ${CHANNELS_LAST:-off on}; do
       flag=""; [[ $cl == on ]] && flag="--channels-last"
       args=(--arch "$arch" --batch "$batch" --size "$size" --threads "$threads" --warmup "$warmup" --steps "$steps" $flag)
       cpp_ms=(); py_ms=(); cpp_rss=(); py_rss=()
