@@ -14,7 +14,7 @@ namespace trainer {
 namespace {
 
 // No pickle or source LibTorch writes for a ResNet comes near 64 MiB (a checkpoint's data.pkl is a few kilobytes).
-constexpr size_t kMostRecordBytes = size_t{64} << 20;
+constexpr size_t kMostZipRecordBytes = size_t{64} << 20;
 
 // A quoted name: printable, no quote or backslash (LibTorch's parser reads escapes in strings).
 bool take_quoted(std::string_view& s) {
@@ -73,7 +73,7 @@ std::optional<std::string> archive_pickle_problem(const char* data, size_t size)
       if (it == record_sizes.end()) return std::nullopt;
       return it->second;
     };
-    const auto contents = record_contents(r, kMostRecordBytes);
+    const auto contents = record_contents(r, kMostZipRecordBytes);
     if (!contents) return "record " + r.name + ": does not inflate to its declared size, or is over 64 MiB";
     if (const auto problem = pickle_tensor_problem(*contents, record_size)) return "record " + r.name + ": " + *problem;
   }
@@ -84,7 +84,7 @@ std::optional<std::string> archive_code_problem(const char* data, size_t size) {
   for (const ZipRecord& r : zip_records(data, size)) {
     const std::string name = ascii_lower(r.name);  // as LibTorch's reader matches them
     if (name.find("/code/") == std::string::npos || !ends_with(name, ".py")) continue;
-    const auto source = record_contents(r, kMostRecordBytes);
+    const auto source = record_contents(r, kMostZipRecordBytes);
     if (!source) return "record " + r.name + ": does not inflate to its declared size, or is over 64 MiB";
     std::string_view rest = *source;
     for (size_t number = 1; !rest.empty(); ++number) {

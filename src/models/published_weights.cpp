@@ -6,7 +6,7 @@ namespace trainer {
 
 namespace {
 
-constexpr ChannelStats kHalf{0.5, 0.5, 0.5};
+constexpr ChannelStats kHalfStats{0.5, 0.5, 0.5};
 const char* const kSwagLicence =
     "SWAG weights: CC-BY-NC 4.0, non-commercial use only (https://github.com/facebookresearch/SWAG/blob/main/LICENSE)";
 
@@ -50,7 +50,7 @@ std::vector<PublishedWeights> torchvision_weights(const std::string& arch) {
       {"efficientnet_b7", {"IMAGENET1K_V1", "efficientnet_b7_lukemelas-c5b4e57e.pth", 66347960, 84.122, 600, 1000, 600, Interpolation::bicubic, kImageNetMean, kImageNetStd, "", {"efficientnet_b7_lukemelas-dcc49843.pth"}}},
       {"efficientnet_v2_s", {"IMAGENET1K_V1", "efficientnet_v2_s-dd5fe13b.pth", 21458488, 84.228, 384, 1000, 384, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
       {"efficientnet_v2_m", {"IMAGENET1K_V1", "efficientnet_v2_m-dc08266a.pth", 54139356, 85.112, 480, 1000, 480, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
-      {"efficientnet_v2_l", {"IMAGENET1K_V1", "efficientnet_v2_l-59c71312.pth", 118515272, 85.808, 480, 1000, 480, Interpolation::bicubic, kHalf, kHalf, "", {}}},
+      {"efficientnet_v2_l", {"IMAGENET1K_V1", "efficientnet_v2_l-59c71312.pth", 118515272, 85.808, 480, 1000, 480, Interpolation::bicubic, kHalfStats, kHalfStats, "", {}}},
       {"mobilenet_v3_large", {"IMAGENET1K_V1", "mobilenet_v3_large-8738ca79.pth", 5483032, 74.042, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
       {"mobilenet_v3_large", {"IMAGENET1K_V2", "mobilenet_v3_large-5c1a4163.pth", 5483032, 75.274, 232, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},
       {"mobilenet_v3_small", {"IMAGENET1K_V1", "mobilenet_v3_small-047dcff4.pth", 2542856, 67.668, 256, 1000, 224, Interpolation::bilinear, kImageNetMean, kImageNetStd, "", {}}},

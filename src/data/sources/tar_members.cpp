@@ -11,7 +11,7 @@ namespace trainer {
 namespace {
 
 constexpr uint64_t kBlock = 512;
-constexpr uint64_t kMostRecordBytes = uint64_t{1} << 20;  // a GNU long name or a pax record: names, not data
+constexpr uint64_t kMostTarRecordBytes = uint64_t{1} << 20;  // a GNU long name or a pax record: names, not data
 
 // A NUL-terminated field of at most `width` bytes.
 std::string text_field(const uint8_t* header, size_t at, size_t width) {
@@ -140,7 +140,7 @@ void TarMemberStream::begin_member() {
   member_size_ = number_field(header, 124, 12, where_, header_at_, "the size field");
   if (has_pax_size_) member_size_ = pax_size_;
   type_ = static_cast<char>(header[156]);
-  if ((type_ == 'L' || type_ == 'x') && member_size_ > kMostRecordBytes)
+  if ((type_ == 'L' || type_ == 'x') && member_size_ > kMostTarRecordBytes)
     bad_header(where_, header_at_,
                "a GNU long name or pax record of " + std::to_string(member_size_) + " bytes (more than 1 MiB)");
   std::string name = text_field(header, 0, 100);
