@@ -137,7 +137,7 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
       (e.path().filename().string().rfind("train-", 0) == 0 ? train_shards : val_shards)++;
   ASSERT_TRUE(train_shards > 0 && val_shards > 0);
   auto range = [](const std::string& split, size_t count) {  // train-{000000..000011}.tar
-    char last[16];
+    char last[24];                                           // any size_t, so no compiler sees a truncation
     std::snprintf(last, sizeof last, "%06zu", count - 1);
     return split + "-{000000.." + last + "}.tar";
   };
@@ -341,7 +341,7 @@ TEST(Shards, PipeShardsRunOnlyWithAllowPipeAreCopiedOnceAndTrainAsOnDisk) {
   const fs::path source = f.dir / "source", cache = f.dir / "cache";
   fs::copy(f.shards, source, fs::copy_options::recursive);
   auto pipe = [&](const std::string& split, size_t count) {  // pipe:cat .../train-{000000..000011}.tar
-    char last[16];
+    char last[24];                                           // any size_t, so no compiler sees a truncation
     std::snprintf(last, sizeof last, "%06zu", count - 1);
     return "pipe:cat " + (source / (split + "-{000000.." + last + "}.tar")).string();
   };
