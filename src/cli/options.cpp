@@ -2,8 +2,6 @@
 
 #include <cstdio>
 
-#include "trainer/platform/files.hpp"
-
 namespace trainer {
 
 void add_config_options(CLI::App& cmd, std::string& config, std::vector<std::string>& overrides,
@@ -36,13 +34,7 @@ void add_allow_pipe_flag(CLI::App& cmd, bool& allow) {
                "give it only for a config you trust");
 }
 
-void apply_allow_pipe(Config& config, bool allow) {
-  config.data.shards.allow_pipe = allow;
-  if (allow && config.data.shards.cache.empty()) {
-    const auto folder = user_cache_folder();
-    if (!folder.empty()) config.data.shards.cache = (folder / "trainer" / "shards").string();
-  }
-}
+void apply_allow_pipe(Config& config, bool allow) { config.data.shards.allow_pipe = allow; }
 
 void add_json_flag(CLI::App& cmd, bool& json) { cmd.add_flag("--json", json, "print one JSON line"); }
 

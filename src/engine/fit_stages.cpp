@@ -254,6 +254,8 @@ void finish_epoch(FitRun& r, int64_t epoch, const EpochRun& run) {
   if (const size_t failed = s.train_bad->take_failed_reads())
     r.log.warn("epoch {}: {} unreadable training image(s) replaced by others ({} distinct so far)", epoch + 1, failed,
                s.train_bad->distinct());
+  if (const std::string news = s.train_data->take_news(); !news.empty()) r.log.info("train data: {}", news);
+  if (const std::string news = s.eval_data->take_news(); !news.empty()) r.log.info("eval data: {}", news);
   if (s.metrics) s.metrics->write(row);
   s.state.epoch = epoch + 1;
   s.state.batch_in_epoch = 0;

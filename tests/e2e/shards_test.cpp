@@ -414,6 +414,134 @@ TEST(Shards, PipeShardsRunOnlyWithAllowPipeAreCopiedOnceAndTrainAsOnDisk) {
   EXPECT_TRUE(fs::is_empty(f.dir / "cache2"));
 }
 
+// data.shards.cache_mb against the loopback server: the first shards in list order that fit under the limit are
+// copied by the copier's thread, byte for byte with their indexes; the source then reads them from the disk (no more
+// ranges for them), a later opening finds them without asking the server, and runs with the cache give the disk
+// run's weights whether their copies were made before or during the run. A shard whose bytes disagree with its index
+// is not copied and is still read by ranges.
+TEST(Shards, RemoteShardsCopiedIntoTheCacheUpToItsLimitAreReadFromDiskWithTheSameBytes) {
+  ShardedFolder f;
+  WeightsServer server(f.dir.path());
+  fs::remove_all(server.root());
+  fs::copy(f.shards, server.root(), fs::copy_options::recursive);
+  const fs::path cache = f.dir / "cache";
+  fs::create_directories(cache);
+  // Another run's file, sized so that train-000000 and -000001 (each with its index) fit under 1 MB and no more.
+  const auto size_of = [&](const std::string& name) { return fs::file_size(f.shards / name); };
+  const uintmax_t other = (uintmax_t{1} << 20) - size_of("train-000000.tar") - size_of("train-000000.idx") -
+                          size_of("train-000001.tar") - size_of("train-000001.idx");
+  write_text(cache / "other-run.bin", std::string(other, 'x'));
+  DataConfig local;
+  local.kind = DataKind::shards;
+  local.root = f.shards.string();
+  DataConfig remote = local;
+  remote.root = server.address("");
+  remote.shards.cache = cache.string();
+  remote.shards.cache_mb = 1;
+  remote.shards.read_ahead = 0;
+  const auto disk = open_shards(local, /*train=*/true, 0, 3);
+  size_t train_shards = 0;
+  for (const auto& e : fs::directory_iterator(f.shards))
+    train_shards += e.path().extension() == ".tar" && e.path().filename().string().rfind("train-", 0) == 0;
+  ASSERT_GE(train_shards, 3u);
+  {
+    const auto http = open_shards(remote, /*train=*/true, 0, 3);
+    EXPECT_NE(http->describe().find(" 0 read from copies in " + cache.string() + " and " +
+                                    std::to_string(train_shards) + " to copy there as the run goes"),
+              std::string::npos)
+        << http->describe();
+    ASSERT_TRUE(eventually([&] { return http->copy_counts().finished; }));
+    const ShardCopier::Counts c = http->copy_counts();
+    EXPECT_EQ(c.copied, 2u);
+    EXPECT_EQ(c.skipped, train_shards - 2);
+    EXPECT_EQ(c.failed, 0u) << c.first_failure;
+    EXPECT_EQ(http->take_news(), "2 more shard(s) copied into the cache " + cache.string() + " (2 of the " +
+                                     std::to_string(train_shards) + " to copy); " + std::to_string(train_shards - 2) +
+                                     " shard(s) left out: the cache folder would pass data.shards.cache_mb (1 MB)");
+    EXPECT_EQ(http->take_news(), "");
+    const size_t before = server.requests().size();
+    std::vector<uint8_t> a, b;
+    for (size_t i = 0; i < http->size(); ++i) {
+      ASSERT_TRUE(disk->read_encoded(i, a) && http->read_encoded(i, b));
+      EXPECT_EQ(a, b) << i;
+    }
+    const std::string reads = server.requests().substr(before);
+    EXPECT_EQ(reads.find("train-000000.tar"), std::string::npos) << reads;
+    EXPECT_EQ(reads.find("train-000001.tar"), std::string::npos) << reads;
+    EXPECT_NE(reads.find("train-000002.tar range=bytes="), std::string::npos) << reads;
+  }
+  std::set<std::string> kept;
+  for (const auto& e : fs::directory_iterator(cache)) {
+    const std::string name = e.path().filename().string();
+    if (name == "other-run.bin") continue;
+    kept.insert(name.substr(name.find('-') + 1));  // "<digest>-train-000001.tar"
+    EXPECT_EQ(bytes_of(e.path()), bytes_of(f.shards / name.substr(name.find('-') + 1))) << name;
+  }
+  EXPECT_EQ(kept,
+            (std::set<std::string>{"train-000000.tar", "train-000000.idx", "train-000001.tar", "train-000001.idx"}));
+  EXPECT_LE(folder_bytes(cache), uintmax_t{1} << 20);
+
+  // A later opening reads the copies' own indexes: the server is not asked for those shards at all.
+  const size_t before = server.requests().size();
+  const auto again = open_shards(remote, /*train=*/true, 0, 3);
+  EXPECT_NE(again->describe().find(" 2 read from copies in "), std::string::npos) << again->describe();
+  EXPECT_TRUE(eventually([&] { return again->copy_counts().finished; }));
+  const std::string opening = server.requests().substr(before);
+  EXPECT_EQ(opening.find("train-000000"), std::string::npos) << opening;
+  EXPECT_NE(opening.find("train-000002.idx"), std::string::npos) << opening;
+
+  // Training: with the two copies there, and with a cache filled during the run, the disk run's weights.
+  const auto disk_run =
+      trainer_cli("--config " + f.config("disk", f.shards.string()).string() + " -o " + (f.dir / "disk").string());
+  ASSERT_EQ(disk_run.exit_code, 0) << disk_run.output;
+  for (const fs::path& folder : {cache, f.dir / "empty-cache"}) {
+    const json o{{"data", {{"shards", {{"cache", folder.string()}, {"cache_mb", 1}}}}}};
+    const fs::path out = f.dir / ("run-" + folder.filename().string());
+    const auto run =
+        trainer_cli("--config " + f.config("cached", server.address(""), o).string() + " -o " + out.string());
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    expect_same_weights(f.dir / "disk" / "last.pt", out / "last.pt", {28, 28, 3});
+  }
+
+  // An index that lists a member one byte shorter than its tar holds: that shard is not copied (nothing left of it in
+  // the cache) and its samples are still read by ranges.
+  std::string index = bytes_of(server.root() / "train-000000.idx");  // "v1.2 N\ncls 512 1 KEY.cls jpg 1536 ..."
+  size_t at = index.find('\n') + 1;
+  while (index.compare(at, 4, "cls ") == 0)
+    for (int word = 0; word < 4; ++word) at = index.find(' ', at) + 1;  // past a label member's four words
+  const size_t size_at = index.find(' ', index.find(' ', at) + 1) + 1, size_end = index.find(' ', size_at);
+  const int64_t size = std::stoll(index.substr(size_at, size_end - size_at));
+  index.replace(size_at, size_end - size_at, std::to_string(size - 1));
+  write_text(server.root() / "train-000000.idx", index);
+  DataConfig other_cache = remote;
+  other_cache.shards.cache = (f.dir / "cache3").string();
+  other_cache.shards.cache_mb = 100;
+  const auto bad = open_shards(other_cache, /*train=*/true, 0, 3);
+  ASSERT_TRUE(eventually([&] { return bad->copy_counts().finished; }));
+  const ShardCopier::Counts c = bad->copy_counts();
+  EXPECT_EQ(c.failed, 1u);
+  EXPECT_EQ(c.copied, train_shards - 1);
+  EXPECT_EQ(c.first_failure, server.address("train-000000.tar") + ": its tar lists other members than its index does");
+  for (const auto& e : fs::directory_iterator(f.dir / "cache3"))
+    EXPECT_EQ(e.path().filename().string().find("train-000000"), std::string::npos) << e.path();
+  std::vector<uint8_t> bytes;
+  const size_t before_read = server.requests().size();
+  ASSERT_TRUE(bad->read_encoded(0, bytes));
+  EXPECT_NE(server.requests().substr(before_read).find("train-000000.tar range=bytes="), std::string::npos);
+
+  // A source closed while a shard is being copied over a slow link stops the copy and leaves nothing behind.
+  WeightsServer slow(f.dir / "slow", "--slow-whole 100");
+  fs::copy(f.shards, slow.root(), fs::copy_options::recursive);
+  DataConfig slow_remote = other_cache;
+  slow_remote.root = slow.address("");
+  slow_remote.shards.cache = (f.dir / "cache4").string();
+  {
+    const auto closing = open_shards(slow_remote, /*train=*/true, 0, 3);
+    ASSERT_TRUE(eventually([&] { return slow.requests().find("train-000000.tar range=-") != std::string::npos; }));
+  }
+  EXPECT_TRUE(fs::is_empty(f.dir / "cache4"));
+}
+
 TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {
   ShardedFolder f;
   WeightsServer server(f.dir.path());

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A loopback file server for the weights download and remote shard tests: serves ROOT on 127.0.0.1 at a free port,
 one thread per connection, honours single-range requests ("Range: bytes=N-" and "bytes=N-M", 206, the connection
-kept open), and can cut its first whole-file answer short or every K-th range answer.
+kept open), and can cut its first whole-file answer short or every K-th range answer, or send whole files slowly.
 
-  weights_server.py ROOT PORT_FILE LOG_FILE [--cut-first N] [--ignore-range] [--cut-every K]
+  weights_server.py ROOT PORT_FILE LOG_FILE [--cut-first N] [--ignore-range] [--cut-every K] [--slow-whole MS]
 
 PORT_FILE receives the port once the server listens; LOG_FILE gets one line per request:
 "GET /path range=<Range header or ->".
@@ -14,6 +14,7 @@ import os
 import re
 import socketserver
 import threading
+import time
 
 
 def main():
@@ -25,6 +26,8 @@ def main():
     parser.add_argument("--ignore-range", action="store_true", help="answer every request with the whole file (200)")
     parser.add_argument("--cut-every", type=int, default=0,
                         help="close every K-th range answer after half its bytes (a dropped connection)")
+    parser.add_argument("--slow-whole", type=int, default=0,
+                        help="send whole-file answers 512 bytes at a time, MS milliseconds apart (a slow link)")
     args = parser.parse_args()
     state = {"cut": args.cut_first, "ranges": 0}
     lock = threading.Lock()
@@ -71,6 +74,12 @@ def main():
                 self.wfile.write(body)
                 self.wfile.flush()
                 self.close_connection = True
+                return
+            if args.slow_whole > 0 and not match:
+                for at in range(0, len(body), 512):
+                    self.wfile.write(body[at : at + 512])
+                    self.wfile.flush()
+                    time.sleep(args.slow_whole / 1000)
                 return
             self.wfile.write(body)
 

@@ -36,8 +36,7 @@ void add_output_dir_option(CLI::App& cmd, std::string& output_dir, const std::st
 // --allow-pipe: shards named "pipe:CMD" may run CMD (data/sources/pipe_shard.hpp). A flag of the command line alone:
 // a config file cannot give itself the right to run commands.
 void add_allow_pipe_flag(CLI::App& cmd, bool& allow);
-// The flag applied to a config read from a file or a checkpoint: data.shards.allow_pipe, and with it an empty
-// data.shards.cache resolved to trainer/shards in the user's cache folder.
+// The flag applied to a config read from a file or a checkpoint: data.shards.allow_pipe.
 void apply_allow_pipe(Config& config, bool allow);
 
 // --json: one JSON line on stdout.

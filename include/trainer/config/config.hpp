@@ -291,6 +291,7 @@ struct ShardsConfig {
   std::string label = "cls";
   int64_t read_ahead = 8;
   std::string cache;
+  int64_t cache_mb = 0;
   // --allow-pipe on the command line, never from a file: a config from a stranger must not run commands.
   bool allow_pipe = false;
 
@@ -310,9 +311,15 @@ struct ShardsConfig {
             "worker does not wait a round trip per image (0: each worker fetches its own when it reaches it)",
             Range::between(0, 256));
     v.field("cache", cache,
-            "pipe: shards: the folder their copies are kept in, each with its index (a later start runs no command "
-            "for a shard copied there; delete a copy to fetch it again); empty: trainer/shards in the user's cache "
-            "folder ($XDG_CACHE_HOME or ~/.cache; %LOCALAPPDATA% on Windows)");
+            "the folder that keeps local copies of shards that live elsewhere, each with its index: pipe: shards' "
+            "(always) and http(s) shards' (up to cache_mb); a later start reads a copy there instead (delete it to "
+            "fetch the shard again); empty: trainer/shards in the user's cache folder ($XDG_CACHE_HOME or ~/.cache; "
+            "%LOCALAPPDATA% on Windows)");
+    v.field("cache_mb", cache_mb,
+            "http(s) shards: keep copies of the first shards in list order while the cache folder stays under this "
+            "many MB; they are copied by a thread of their own as training reads by ranges, and read from the disk "
+            "once copied (the same bytes: the weights do not change). 0: keep none",
+            Range::between(0, 1000000000));
   }
 };
 

@@ -1,15 +1,14 @@
 #include "trainer/data/sources/pipe_shard.hpp"
 
-#include <cctype>
 #include <stdexcept>
 #include <system_error>
 
+#include "trainer/data/sources/shard_cache.hpp"
 #include "trainer/data/sources/shard_index.hpp"
 #include "trainer/data/sources/tar_members.hpp"
 #include "trainer/platform/child_process.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
-#include "trainer/util/sha256.hpp"
 
 namespace trainer {
 
@@ -18,28 +17,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kPipePrefix = "pipe:";
-
-// The copy's file name: the start of the command's SHA-256 (one command, one copy), then the shard's own name for
-// the reader of the folder: the last word of the command that names a .tar, its file name up to its first dot
-// (DALI's index rule keeps the rest of the name for the index: "<digest>-train-000001.idx").
-std::string pipe_copy_name(const std::string& command) {
-  Sha256 digest;
-  digest.update(command.data(), command.size());
-  std::string name = digest.hex_digest().substr(0, 24);
-  const size_t tar = command.rfind(".tar");
-  if (tar == std::string::npos) return name + ".tar";
-  size_t begin = tar;
-  while (begin > 0 && !std::isspace(static_cast<unsigned char>(command[begin - 1])) && command[begin - 1] != '/' &&
-         command[begin - 1] != '\\' && command[begin - 1] != ':' && command[begin - 1] != '"' &&
-         command[begin - 1] != '\'')
-    --begin;
-  std::string shard = command.substr(begin, tar - begin);
-  shard = shard.substr(0, shard.find('.'));
-  for (char& c : shard)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
-  if (shard.size() > 64) shard.resize(64);
-  return shard.empty() ? name + ".tar" : name + "-" + shard + ".tar";
-}
 
 }  // namespace
 
@@ -54,7 +31,7 @@ PipeShardCopy pipe_shard_copy(const std::string& location, const PipeShards& pip
     throw DataError(location + ": data.shards.cache is empty: pipe: shards are copied into a cache folder");
   const std::string command = location.substr(std::string(kPipePrefix).size());
   const fs::path folder = fs::path(pipes.cache);
-  PipeShardCopy copy{folder / pipe_copy_name(command), false};
+  PipeShardCopy copy{folder / shard_copy_name(command), false};
   std::error_code ec;
   if (fs::is_regular_file(copy.path, ec)) return copy;  // copied by an earlier start
   fs::create_directories(folder, ec);

@@ -29,24 +29,36 @@ void ShardFile::read(uint64_t offset, uint64_t size, std::vector<uint8_t>& out, 
     out.clear();
     return;
   }
-  if (remote_) {
-    try {
-      HttpOptions options;
-      if (!retry) options.attempts = 1;
-      http_read(location_, offset, size, out, options);
-    } catch (const Error& e) {
-      throw DataError(e.message() + " (shard " + location_ + ", offset " + std::to_string(offset) + ")");
-    }
-    return;
+  if (const PositionalFile* copy = copy_.load(std::memory_order_acquire)) return read_local(*copy, offset, size, out);
+  if (!remote_) return read_local(*file_, offset, size, out);
+  try {
+    HttpOptions options;
+    if (!retry) options.attempts = 1;
+    http_read(location_, offset, size, out, options);
+  } catch (const Error& e) {
+    throw DataError(e.message() + " (shard " + location_ + ", offset " + std::to_string(offset) + ")");
   }
-  if (offset > this->size() || size > this->size() - offset)
+}
+
+void ShardFile::read_local(const PositionalFile& file, uint64_t offset, uint64_t size,
+                           std::vector<uint8_t>& out) const {
+  if (offset > file.size() || size > file.size() - offset)
     throw DataError(location_ + ": offset " + std::to_string(offset) + " (" + std::to_string(size) +
-                    " bytes) is past the shard's end at " + std::to_string(this->size()) +
+                    " bytes) is past the shard's end at " + std::to_string(file.size()) +
                     " (the shard changed after its index was read)");
   out.resize(size);
-  if (const std::error_code ec = file_->read_at(offset, size, out.data()))
+  if (const std::error_code ec = file.read_at(offset, size, out.data()))
     throw DataError(location_ + ": cannot read " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
                     ": " + ec.message());
+}
+
+void ShardFile::use_copy(const std::string& local_copy) const {
+  auto file = std::make_unique<PositionalFile>();
+  if (const std::error_code ec = file->open(fs::path(local_copy)))
+    throw DataError(location_ + ": cannot open its copy " + local_copy + ": " + ec.message());
+  if (copy_file_) throw DataError(location_ + ": a second copy " + local_copy);
+  copy_file_ = std::move(file);
+  copy_.store(copy_file_.get(), std::memory_order_release);
 }
 
 std::vector<IndexedSample> ShardFile::read_remote_tar(ReadThrough* through) const {

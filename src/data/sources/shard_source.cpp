@@ -32,7 +32,7 @@ constexpr uint64_t kReadAheadBytes = uint64_t{256} << 20;
 
 ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
                          std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
-                         int64_t channels, size_t read_ahead, ShardOpening opening)
+                         int64_t channels, size_t read_ahead, ShardOpening opening, std::vector<ShardCopyJob> copies)
     : root_(std::move(root)),
       shards_(std::move(shards)),
       keys_(std::move(keys)),
@@ -41,6 +41,7 @@ ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const Sha
       spec_(spec),
       channels_(channels),
       opening_(std::move(opening)) {
+  if (!copies.empty()) copier_ = std::make_unique<ShardCopier>(opening_.cache, opening_.cache_limit, std::move(copies));
   const bool remote = std::any_of(shards_.begin(), shards_.end(), [](const auto& s) { return s->remote(); });
   if (!remote || read_ahead == 0) return;
   read_ahead_ = std::make_unique<ReadAhead>(
@@ -59,6 +60,10 @@ void ShardSource::prefetch(const std::vector<size_t>& indices) const {
     // A hint that cannot be queued (no thread could start): the workers read these samples themselves.
   }
 }
+
+ShardCopier::Counts ShardSource::copy_counts() const { return copier_ ? copier_->counts() : ShardCopier::Counts{}; }
+
+std::string ShardSource::take_news() const { return copier_ ? copier_->take_news() : std::string(); }
 
 ReadAhead::Counts ShardSource::read_ahead_counts() const {
   return read_ahead_ ? read_ahead_->counts() : ReadAhead::Counts{};
@@ -103,6 +108,10 @@ std::string ShardSource::describe() const {
     opened += std::to_string(opening_.piped + opening_.pipe_copies) + " from pipe: commands, copied in " +
               opening_.cache + " (" + std::to_string(opening_.piped) + " now, " + std::to_string(opening_.pipe_copies) +
               " by an earlier start), ";
+  if (opening_.cache_limit > 0)
+    opened += std::to_string(opening_.kept) + " read from copies in " + opening_.cache + " and " +
+              std::to_string(copier_ ? copier_->jobs() : 0) + " to copy there as the run goes (data.shards.cache_mb " +
+              std::to_string(opening_.cache_limit >> 20) + "), ";
   return "shards " + root_ + " (" + std::to_string(shards_.size()) + " shards, " + opened + std::to_string(size()) +
          " images, " + std::to_string(class_names_.size()) + " classes; " + describe_transform(spec_) + ")";
 }
@@ -119,6 +128,8 @@ struct ShardSamples {
   std::vector<ShardAddress> images;
   bool read_through = false;  // a remote shard without an index, read through once to list its samples
   enum class Piped { no, ran, cached } piped = Piped::no;  // a pipe: shard: its command ran now, or its copy was kept
+  bool kept = false;                                       // a remote shard read from its copy in the cache
+  ShardCopyJob copy;                                       // a remote shard to copy into the cache (no shard: none)
 };
 
 std::string member_list(const IndexedSample& s) {
@@ -155,10 +166,16 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
                         const ShardsConfig& config) {
   ShardSamples out;
   const std::string& label_key = config.label;
+  const fs::path cache = shard_cache_folder(config);
+  std::error_code ec;
   if (is_pipe_address(location)) {
-    const PipeShardCopy copy = pipe_shard_copy(location, {config.allow_pipe, config.cache});
+    const PipeShardCopy copy = pipe_shard_copy(location, {config.allow_pipe, cache.string()});
     out.piped = copy.ran ? ShardSamples::Piped::ran : ShardSamples::Piped::cached;
     out.file = std::make_shared<ShardFile>(location, copy.path.string());
+  } else if (const fs::path copy = cache / shard_copy_name(location);
+             config.cache_mb > 0 && !cache.empty() && is_http_address(location) && fs::is_regular_file(copy, ec)) {
+    out.kept = true;
+    out.file = std::make_shared<ShardFile>(location, copy.string());
   } else {
     out.file = std::make_shared<ShardFile>(location);
   }
@@ -168,6 +185,7 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
   if (!labels_known) through.keep_suffix = "." + label_ext;
   const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true, &through);
   out.read_through = through.happened;
+  if (config.cache_mb > 0 && !cache.empty() && out.file->remote()) out.copy = shard_copy_job(out.file, cache, samples);
   if (entry && entry->samples != samples.size())
     throw DataError(location + ": " + kShardSummaryName + " says " + std::to_string(entry->samples) +
                     " samples, its index lists " + std::to_string(samples.size()));
@@ -300,8 +318,12 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
   FileList keys;
   std::vector<ShardAddress> addresses;
   ShardOpening opening;
-  opening.cache = data.shards.cache;
+  opening.cache = shard_cache_folder(data.shards).string();
+  opening.cache_limit = static_cast<uint64_t>(data.shards.cache_mb) << 20;
+  std::vector<ShardCopyJob> copies;
   for (auto& s : shards) {
+    opening.kept += s.kept;
+    if (s.copy.shard && s.copy.bytes > 0) copies.push_back(std::move(s.copy));
     opening.read_through += s.read_through;
     opening.piped += s.piped == ShardSamples::Piped::ran;
     opening.pipe_copies += s.piped == ShardSamples::Piped::cached;
@@ -317,7 +339,8 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
   if (addresses.empty()) throw DataError(data.root + ": the " + split + " shards hold no samples");
   return std::make_shared<ShardSource>(data.root, std::move(files), std::move(keys), std::move(addresses),
                                        std::move(classes), make_transform_spec(data, augment.value_or(train)), channels,
-                                       static_cast<size_t>(data.shards.read_ahead), std::move(opening));
+                                       static_cast<size_t>(data.shards.read_ahead), std::move(opening),
+                                       std::move(copies));
 }
 
 }  // namespace trainer

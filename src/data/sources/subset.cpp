@@ -30,6 +30,7 @@ class SubsetSource final : public ImageSource {
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(indices_.at(i)); }
   std::string describe() const override { return base_->describe() + ", " + what_; }
+  std::string take_news() const override { return base_->take_news(); }
 
  private:
   std::shared_ptr<const ImageSource> base_;
@@ -55,6 +56,7 @@ class RenamedSource final : public ImageSource {
   ImageShape shape() const override { return base_->shape(); }
   std::string sample_name(size_t i) const override { return base_->sample_name(i); }
   std::string describe() const override { return base_->describe(); }
+  std::string take_news() const override { return base_->take_news(); }
 
  private:
   std::shared_ptr<const ImageSource> base_;

@@ -67,6 +67,9 @@ class ImageSource {
   virtual std::string describe() const = 0;
   // Which sample i is, for per-image reports: the file path of an image folder, "images-file#index" for IDX.
   virtual std::string sample_name(size_t i) const { return "#" + std::to_string(i); }
+  // What the source did on its own since the last call, for a line in the log at the end of an epoch ("2 more
+  // shard(s) copied into the cache ..."); empty when nothing happened. Thread-safe.
+  virtual std::string take_news() const { return {}; }
 
   // One sample in its own buffer (tests and tools; the loader uses read_into).
   Sample read(size_t i, const ReadContext& context = {}) const {

@@ -6,6 +6,7 @@
 //   shard.read(member.offset, member.size, bytes);
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -48,13 +49,21 @@ class ShardFile {
   // shard or its index.
   std::vector<IndexedSample> samples(bool write_index, ReadThrough* through = nullptr) const;
 
+  // From now on an address's reads come from `local_copy`, a file that holds the same bytes (checked by the caller:
+  // shard_cache.hpp), while other threads read. Once only; throws DataError when the copy cannot be opened.
+  void use_copy(const std::string& local_copy) const;
+
  private:
+  void read_local(const PositionalFile& file, uint64_t offset, uint64_t size, std::vector<uint8_t>& out) const;
   std::vector<IndexedSample> read_remote_tar(ReadThrough* through) const;
 
   std::string location_;
   std::string path_;  // the file read: the location, or its local copy
   bool remote_ = false;
   std::unique_ptr<PositionalFile> file_;
+  // An address's local copy, set once while the shard is being read (mutable: which bytes a read gives never changes).
+  mutable std::unique_ptr<PositionalFile> copy_file_;
+  mutable std::atomic<const PositionalFile*> copy_{nullptr};
 };
 
 }  // namespace trainer

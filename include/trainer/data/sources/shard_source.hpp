@@ -2,7 +2,8 @@
 // shard's index (DALI's .idx beside the shard; a local shard without one is read once and its index written), so
 // every sample has an address: the loader's epoch order, ranks, resume and bad-sample rules are the folder's, and
 // shards packed from a folder by `trainer shards make` give the same samples in the same order, pixel for pixel.
-// A remote shard without an index is read through once at opening, its members' bytes passed over.
+// A remote shard without an index is read through once at opening, its members' bytes passed over. With
+// data.shards.cache_mb, remote shards are copied into the cache as the run goes (shard_cache.hpp).
 // Local shards stay open and an image is one positional read (no open() per sample); remote ones are read a member
 // at a time with HTTP range requests (http_range.hpp), which fetch the image's bytes and nothing else, by threads of
 // their own ahead of the loader workers (read_ahead.hpp, data.shards.read_ahead) as the loader plans its batches.
@@ -19,6 +20,7 @@
 #include "trainer/data/sources/image_folder.hpp"
 #include "trainer/data/sources/image_source.hpp"
 #include "trainer/data/sources/read_ahead.hpp"
+#include "trainer/data/sources/shard_cache.hpp"
 #include "trainer/data/sources/shard_file.hpp"
 
 namespace trainer {
@@ -32,10 +34,12 @@ struct ShardAddress {
 
 // What opening the shards took beyond reading their indexes (describe() says it).
 struct ShardOpening {
-  size_t read_through = 0;  // remote shards without an index, read through once
-  size_t piped = 0;         // pipe: shards whose commands ran, copied into `cache`
-  size_t pipe_copies = 0;   // pipe: shards whose copies the cache held already
-  std::string cache;        // data.shards.cache
+  size_t read_through = 0;   // remote shards without an index, read through once
+  size_t piped = 0;          // pipe: shards whose commands ran, copied into `cache`
+  size_t pipe_copies = 0;    // pipe: shards whose copies the cache held already
+  size_t kept = 0;           // http(s) shards whose copies the cache held already
+  std::string cache;         // the cache folder (shard_cache_folder)
+  uint64_t cache_limit = 0;  // data.shards.cache_mb, in bytes
 };
 
 class ShardSource final : public ImageSource {
@@ -44,7 +48,8 @@ class ShardSource final : public ImageSource {
   // images ahead of the workers (0: none; local shards never have them).
   ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
               std::vector<ShardAddress> addresses, std::vector<std::string> class_names, TransformSpec spec,
-              int64_t channels, size_t read_ahead = 0, ShardOpening opening = {});
+              int64_t channels, size_t read_ahead = 0, ShardOpening opening = {},
+              std::vector<ShardCopyJob> copies = {});
 
   size_t size() const override { return keys_.size(); }
   int64_t label(size_t i) const override { return keys_.label(i); }
@@ -55,10 +60,13 @@ class ShardSource final : public ImageSource {
   const std::vector<std::string>& class_names() const override { return class_names_; }
   ImageShape shape() const override { return {spec_.size, spec_.size, channels_}; }
   std::string describe() const override;
+  std::string take_news() const override;
   // "SHARD#KEY", as webdataset names a sample.
   std::string sample_name(size_t i) const override;
   // What the read-ahead did (all zero without one): for `bench data` and tests.
   ReadAhead::Counts read_ahead_counts() const;
+  // What the cache's copier did (all zero without one).
+  ShardCopier::Counts copy_counts() const;
 
  private:
   bool read_sample(size_t i, const ReadContext& context, cv::Mat& out, bool defer, EncodedImage& deferred) const;
@@ -72,6 +80,7 @@ class ShardSource final : public ImageSource {
   int64_t channels_;
   ShardOpening opening_;
   std::unique_ptr<ReadAhead> read_ahead_;  // null for local shards and with data.shards.read_ahead 0
+  std::unique_ptr<ShardCopier> copier_;    // null unless remote shards are being copied into the cache
 };
 
 // The train split (data.shards.train, or shards.json's "train" list under data.root) or the eval split ("val").
