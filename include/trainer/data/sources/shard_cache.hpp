@@ -9,10 +9,10 @@
 // read throughout every epoch and any set of copies serves its share of the reads (a cache of a third of the data
 // saves a third of the network reads); keeping the same ones for good, rather than evicting, never fetches a shard
 // twice. The limit counts every file in the folder (other runs' copies included); nothing there is ever deleted by
-// the trainer, and a copy started by another process at the same time (a second rank) can take the folder past the
+// the trainer, and a copier running at the same time (a second rank's, the eval split's) can take the folder past the
 // limit by one shard.
 //   ShardCopier copier(cache_folder, limit_bytes, jobs);   // copies in the background
-//   copier.take_news();                                    // "2 shards copied into ... (4 of 10 now local)"
+//   copier.take_news();   // "2 more shard(s) copied into the cache /home/me/.cache/trainer/shards (4 of the 12 to copy)"
 #pragma once
 
 #include <atomic>
