@@ -12,7 +12,7 @@
 // the trainer, and a copier running at the same time (a second rank's, the eval split's) can take the folder past the
 // limit by one shard.
 //   ShardCopier copier(cache_folder, limit_bytes, jobs);   // copies in the background
-//   copier.take_news();   // "2 more shard(s) copied into the cache /home/me/.cache/trainer/shards (4 of the 12 to copy)"
+//   copier.take_news();   // "2 more shard(s) copied into the cache /home/me/.cache/trainer/shards (4 of the 12 ..."
 #pragma once
 
 #include <atomic>
