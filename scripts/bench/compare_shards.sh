@@ -5,7 +5,8 @@
 # tests/support/weights_server.py (Python, one thread per connection, range requests), with the read-ahead
 # (data.shards.read_ahead, the default 8 connections) and without it (0: each worker fetches its own image), and,
 # where nginx is installed (`apt-get install nginx-light`), from nginx (one worker process), a server that takes
-# far less of the cores the decoders need. Also `trainer shards make`'s rate (MB/s, medians of RUNS packs into fresh
+# far less of the cores the decoders need; and over HTTP with every shard already copied into the cache
+# (data.shards.cache_mb: the copies are made by untimed runs first). Also `trainer shards make`'s rate (MB/s, medians of RUNS packs into fresh
 # folders), the bytes the HTTP run fetched per byte of image it used (its server's log), and, where the page cache
 # can be dropped (root, /proc/sys/vm), a first-read figure for the folder against the shards, each read once right
 # after a drop.
@@ -65,17 +66,28 @@ CONF
   ways+=(nginx nginx0)
 fi
 
-config() {  # name kind root [read_ahead]
+config() {  # name kind root [read_ahead [cache_mb]]
   cat > "$work/$1.json" <<JSON
 {"run": {"threads": 2},
  "data": {"kind": "$2", "root": "$3", "batch_size": 64, "workers": $workers, "prefetch": 4,
-          "shards": {"read_ahead": ${4:-8}}},
+          "shards": {"read_ahead": ${4:-8}, "cache": "$work/cache", "cache_mb": ${5:-0}}},
  "model": {"arch": "resnet50", "in_channels": 3, "num_classes": 10, "channels_last": true}}
 JSON
   echo "$work/$1.json"
 }
 folder=$(config folder imagenet "$root"); disk=$(config disk shards "$work/shards")
 http=$(config http shards "http://127.0.0.1:$port"); http0=$(config http0 shards "http://127.0.0.1:$port" 0)
+cached=$(config cached shards "http://127.0.0.1:$port" 8 1000000)
+ways+=(cached)
+# The cache filled before the timed runs: untimed runs until every train shard has its copy (the copier stops with
+# its run; a shard whose copy was cut short is copied again by the next).
+rm -rf "$work/cache"
+train_shards=$(find "$work/shards" -name 'train-*.tar' | wc -l)
+for _ in $(seq 10); do
+  [[ $(find "$work/cache" -name '*-train-*.tar' 2>/dev/null | wc -l) -ge $train_shards ]] && break
+  "$trainer" bench data --config "$cached" --warmup 0 --batches "$batches" --json >/dev/null
+done
+echo "cache filled: $(find "$work/cache" -name '*-train-*.tar' | wc -l) of $train_shards train shards copied"
 if [[ -n ${nginx_port:-} ]]; then
   nginx=$(config nginx shards "http://127.0.0.1:$nginx_port"); nginx0=$(config nginx0 shards "http://127.0.0.1:$nginx_port" 0)
 fi
@@ -136,6 +148,7 @@ for way in "${ways[@]}"; do
     http0) what="shards over loopback HTTP, Python server, no read-ahead" ;;
     nginx) what="shards over loopback HTTP, nginx, read-ahead 8" ;;
     nginx0) what="shards over loopback HTTP, nginx, no read-ahead" ;;
+    cached) what="shards over loopback HTTP, every one copied in the cache" ;;
   esac
   m=$(median ${rates[$way]})
   cpu=""

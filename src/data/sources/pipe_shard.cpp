@@ -66,11 +66,7 @@ PipeShardCopy pipe_shard_copy(const std::string& location, const PipeShards& pip
   copy.ran = true;
   // The index, made from the bytes as they came (a copy left without one, by a crash here, gets it at its next
   // opening as any local shard does).
-  try {
-    write_text_atomically(fs::path(shard_index_location(copy.path.string())),
-                          format_shard_index(group_samples(members)));
-  } catch (const WriteError&) {
-  }
+  write_shard_index_beside(copy.path.string(), format_shard_index(group_samples(members)));
   return copy;
 }
 

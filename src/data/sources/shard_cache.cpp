@@ -110,10 +110,7 @@ void copy_remote_shard(const ShardCopyJob& job, const std::function<bool()>& kee
     throw DataError(where + ": " + e.message());
   }
   // The index beside the copy (a copy left without one, by a crash here, gets it at its next opening).
-  try {
-    write_text_atomically(fs::path(shard_index_location(job.copy.string())), index);
-  } catch (const WriteError&) {
-  }
+  write_shard_index_beside(job.copy.string(), index);
   job.shard->use_copy(job.copy.string());
 }
 

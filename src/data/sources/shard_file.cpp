@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <system_error>
 
-#include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/http_range.hpp"
 
@@ -107,12 +106,7 @@ std::vector<IndexedSample> ShardFile::samples(bool write_index, ReadThrough* thr
     throw DataError(location_ + ": cannot read the shard: " + ec.message());
   std::vector<IndexedSample> samples =
       group_samples(list_tar_members(reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size(), location_));
-  if (write_index) {
-    try {  // the index only saves the next run a read of the tar: a read-only folder is not an error
-      write_text_atomically(fs::path(index), format_shard_index(samples));
-    } catch (const Error&) {
-    }
-  }
+  if (write_index) write_shard_index_beside(path_, format_shard_index(samples));
   return samples;
 }
 

@@ -1,8 +1,10 @@
 #include "trainer/data/sources/shard_index.hpp"
 
 #include <charconv>
+#include <filesystem>
 
 #include "trainer/data/sources/image_folder.hpp"
+#include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -135,6 +137,15 @@ std::string format_shard_index(const std::vector<IndexedSample>& samples) {
     out += "\n";
   }
   return out;
+}
+
+bool write_shard_index_beside(const std::string& shard, const std::string& text) {
+  try {
+    write_text_atomically(std::filesystem::path(shard_index_location(shard)), text);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 std::string shard_index_location(const std::string& shard) {

@@ -44,6 +44,10 @@ std::vector<IndexedSample> parse_shard_index(std::string_view text, const std::s
 // The v1.2 text of `samples`.
 std::string format_shard_index(const std::vector<IndexedSample>& samples);
 
+// Writes `text` as the index of the local shard at `shard` (atomically), when the folder lets it: an index only saves
+// a later opening a read of the tar, so a read-only folder or a full disk is not an error. True when it was written.
+bool write_shard_index_beside(const std::string& shard, const std::string& text);
+
 // DALI's name for a shard's index: the shard's name up to the first dot of its file name, then ".idx"
 // ("train-000001.tar" -> "train-000001.idx"); a location may be a path or an address.
 std::string shard_index_location(const std::string& shard);
