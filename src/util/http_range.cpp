@@ -65,7 +65,15 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// What every request sets: the address, redirects (never from https to http), timeouts, no signals.
+// libcurl's progress callback, called about once a second while a transfer waits and more often while it moves:
+// non-zero aborts it.
+int on_progress(void* stop, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(stop)->load() ? 1 : 0;
+}
+
+bool stopped(const HttpOptions& options) { return options.stop && options.stop->load(); }
+
+// What every request sets: the address, redirects (never from https to http), timeouts, no signals, the stop flag.
 void set_common_options(CURL* curl, const std::string& url, const HttpOptions& options) {
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
@@ -82,6 +90,11 @@ void set_common_options(CURL* curl, const std::string& url, const HttpOptions& o
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.stall_timeout_s));
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainer");
+  if (options.stop) {
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(options.stop));
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
 }
 
 // An error status: 4xx (`final`: retrying cannot help) or 5xx; "" for any other.
@@ -195,6 +208,7 @@ void http_stream(const std::string& url, const std::function<bool(const uint8_t*
     why = stream_once(curl, url, stream, options, final, status);
     if (stream.error) std::rethrow_exception(stream.error);
     if (why.empty()) return;
+    if (stopped(options)) throw DownloadError(url + ": stopped at byte " + std::to_string(stream.offset));
     if (stream.offset > before) {  // it moved on before it failed: a long read is not ended by drops far apart
       failures = 0;
       wait_s = options.first_wait_s;
@@ -218,6 +232,7 @@ void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vect
     bool final = false;
     why = request_once(curl, url, offset, size, out, options, final, status);
     if (why.empty()) return;
+    if (stopped(options)) throw DownloadError(url + ": " + range_text(offset, size) + ": stopped");
     if (final || attempt >= options.attempts) break;
     std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
     wait_s *= 2;

@@ -540,6 +540,21 @@ TEST(Shards, RemoteShardsCopiedIntoTheCacheUpToItsLimitAreReadFromDiskWithTheSam
     ASSERT_TRUE(eventually([&] { return slow.requests().find("train-000000.tar range=-") != std::string::npos; }));
   }
   EXPECT_TRUE(fs::is_empty(f.dir / "cache4"));
+  // And one closed while the server leaves the copy's request unanswered: the transfer ends at the stop (libcurl's
+  // progress check), with no retry after it.
+  WeightsServer stalled(f.dir / "stalled", "--hang-whole-tar");
+  fs::copy(f.shards, stalled.root(), fs::copy_options::recursive);
+  DataConfig stalled_remote = other_cache;
+  stalled_remote.root = stalled.address("");
+  stalled_remote.shards.cache = (f.dir / "cache5").string();
+  {
+    const auto closing = open_shards(stalled_remote, /*train=*/true, 0, 3);
+    ASSERT_TRUE(eventually([&] { return stalled.requests().find("train-000000.tar range=-") != std::string::npos; }));
+  }
+  const std::string asked = stalled.requests();
+  EXPECT_EQ(asked.find("train-000000.tar range=-"), asked.rfind("train-000000.tar range=-")) << asked;
+  EXPECT_EQ(asked.find("train-000001.tar"), std::string::npos) << asked;
+  EXPECT_TRUE(fs::is_empty(f.dir / "cache5"));
 }
 
 TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A loopback file server for the weights download and remote shard tests: serves ROOT on 127.0.0.1 at a free port,
 one thread per connection, honours single-range requests ("Range: bytes=N-" and "bytes=N-M", 206, the connection
-kept open), and can cut its first whole-file answer short or every K-th range answer, or send whole files slowly.
+kept open), and can cut its first whole-file answer short or every K-th range answer, send whole files slowly, or
+leave whole-file requests for .tar files unanswered.
 
   weights_server.py ROOT PORT_FILE LOG_FILE [--cut-first N] [--ignore-range] [--cut-every K] [--slow-whole MS]
+                    [--hang-whole-tar]
 
 PORT_FILE receives the port once the server listens; LOG_FILE gets one line per request:
 "GET /path range=<Range header or ->".
@@ -28,6 +30,8 @@ def main():
                         help="close every K-th range answer after half its bytes (a dropped connection)")
     parser.add_argument("--slow-whole", type=int, default=0,
                         help="send whole-file answers 512 bytes at a time, MS milliseconds apart (a slow link)")
+    parser.add_argument("--hang-whole-tar", action="store_true",
+                        help="answer nothing, for 10 minutes, to a whole-file request for a .tar (a stalled server)")
     args = parser.parse_args()
     state = {"cut": args.cut_first, "ranges": 0}
     lock = threading.Lock()
@@ -53,6 +57,9 @@ def main():
             start = int(match.group(1)) if match else 0
             if match and match.group(2):  # a closed range: only its bytes are read (shards are large)
                 self.send_range(path, start, int(match.group(2)) + 1)
+                return
+            if args.hang_whole_tar and not match and path.endswith(".tar"):
+                time.sleep(600)
                 return
             data = open(path, "rb").read()
             if match and start >= len(data):

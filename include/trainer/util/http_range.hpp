@@ -6,6 +6,7 @@
 //   http_read("http://host/train-000001.tar", 1536, 40213, bytes);   // bytes 1536 .. 41748
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -33,6 +34,9 @@ struct HttpOptions {
   int64_t connect_timeout_s = 15;
   int64_t stall_timeout_s = 30;            // a connection that delivers nothing for this long is dropped
   uint64_t max_bytes = uint64_t{1} << 30;  // a whole-file answer larger than this is refused
+  // When set and it turns true, the transfer ends within about a second (even one waiting to connect or stalled)
+  // and no retry follows: the call throws DownloadError "...: stopped". For a thread that must be able to quit.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 bool is_http_address(std::string_view location);

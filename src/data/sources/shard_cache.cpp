@@ -79,22 +79,25 @@ ShardCopyJob shard_copy_job(std::shared_ptr<const ShardFile> shard, const fs::pa
   return job;
 }
 
-void copy_remote_shard(const ShardCopyJob& job, const std::function<bool()>& keep_going) {
+void copy_remote_shard(const ShardCopyJob& job, const std::atomic<bool>& stop) {
   const std::string& where = job.shard->location();
-  struct Stopped {};
   TarMemberStream tar(where);
   uint64_t got = 0;
   std::string index;
   try {
     write_file_atomically(job.copy, [&](const ByteSink& sink) {
-      http_stream(where, [&](const uint8_t* data, size_t size) {
-        if (!keep_going()) throw Stopped{};
-        const size_t take = static_cast<size_t>(std::min<uint64_t>(size, job.bytes - got));
-        sink(data, take);
-        tar.feed(data, take);
-        got += take;
-        return got < job.bytes;  // the rest is the archive's padding
-      });
+      HttpOptions options;
+      options.stop = &stop;
+      http_stream(
+          where,
+          [&](const uint8_t* data, size_t size) {
+            const size_t take = static_cast<size_t>(std::min<uint64_t>(size, job.bytes - got));
+            sink(data, take);
+            tar.feed(data, take);
+            got += take;
+            return got < job.bytes;  // the rest is the archive's padding
+          },
+          options);
       if (got < job.bytes)
         throw DataError(where + ": the shard ends at " + std::to_string(got) + " bytes, before its index's last " +
                         "member and the end-of-archive blocks (" + std::to_string(job.bytes) + " bytes)");
@@ -102,8 +105,6 @@ void copy_remote_shard(const ShardCopyJob& job, const std::function<bool()>& kee
       if (sha256_hex(index) != job.index_digest)
         throw DataError(where + ": its tar lists other members than its index does");
     });
-  } catch (const Stopped&) {
-    return;
   } catch (const DataError&) {
     throw;
   } catch (const Error& e) {
@@ -137,8 +138,7 @@ void ShardCopier::run() {
       } else if (folder_bytes(folder_) + job.bytes + job.index_bytes > limit_) {
         outcome = skipped;
       } else {
-        copy_remote_shard(job, [this] { return !stop_; });
-        if (stop_) break;
+        copy_remote_shard(job, stop_);
       }
     } catch (const Error& e) {
       outcome = failed;
@@ -147,6 +147,7 @@ void ShardCopier::run() {
       outcome = failed;
       failure = e.what();
     }
+    if (stop_) break;  // a transfer cut short by the stop is no failure
     std::lock_guard<std::mutex> lock(mutex_);
     if (outcome == copied) ++counts_.copied;
     if (outcome == skipped) ++counts_.skipped;

@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,10 +56,10 @@ struct ShardCopyJob {
 ShardCopyJob shard_copy_job(std::shared_ptr<const ShardFile> shard, const std::filesystem::path& folder,
                             const std::vector<IndexedSample>& samples);
 
-// Copies `job`'s shard and its index into the cache and switches the shard's reads to the copy. `keep_going` is
-// asked between pieces of the transfer; when it says false the copy is dropped. Throws DataError naming the shard
-// (the transfer failed, the bytes disagree with the index, the copy could not be written).
-void copy_remote_shard(const ShardCopyJob& job, const std::function<bool()>& keep_going);
+// Copies `job`'s shard and its index into the cache and switches the shard's reads to the copy. When `stop` turns
+// true the transfer ends within about a second (HttpOptions::stop) and the copy is dropped. Throws DataError naming
+// the shard (the transfer failed or was stopped, the bytes disagree with the index, the copy could not be written).
+void copy_remote_shard(const ShardCopyJob& job, const std::atomic<bool>& stop);
 
 class ShardCopier {
  public:
