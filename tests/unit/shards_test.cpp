@@ -9,6 +9,7 @@
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
 #include "trainer/data/sources/folder_source.hpp"
+#include "trainer/data/sources/shard_cache.hpp"
 #include "trainer/data/sources/shard_index.hpp"
 #include "trainer/data/sources/shard_list.hpp"
 #include "trainer/data/sources/shard_source.hpp"
@@ -220,6 +221,22 @@ TEST(ShardIndex, ReadsDalisVersionsAndRefusesAnIndexThatIsNotTheShards) {
     EXPECT_EQ(error_of<DataError>([&, t = text] { parse_shard_index(t, "s.idx", 2048); }), data_error(message)) << text;
   EXPECT_EQ(shard_index_location("http://h/d.v/train-000001.tar"), "http://h/d.v/train-000001.idx");
   EXPECT_EQ(shard_index_location("data/x.tar.gz"), "data/x.idx");
+}
+
+// A cached copy's name: one per address (its query left out, so a presigned address signed again finds the same copy)
+// or per command, ending with the shard's own name.
+TEST(ShardCache, ACopysNameIsTheAddressDigestAndTheShardsName) {
+  const std::string a = shard_copy_name("https://bucket.example/data/train-000001.tar?X-Amz-Signature=aa&X-Amz-Date=1");
+  EXPECT_EQ(a, shard_copy_name("https://bucket.example/data/train-000001.tar?X-Amz-Signature=bb&X-Amz-Date=2"));
+  EXPECT_EQ(a, shard_copy_name("https://bucket.example/data/train-000001.tar"));
+  EXPECT_EQ(a.size(), 24u + std::string("-train-000001.tar").size());
+  EXPECT_EQ(a.substr(24), "-train-000001.tar");
+  EXPECT_NE(a, shard_copy_name("https://bucket.example/other/train-000001.tar"));
+  // A command keeps every character, its shard's name the last .tar word; odd characters become '_'.
+  EXPECT_NE(shard_copy_name("pipe:cat a.tar?x"), shard_copy_name("pipe:cat a.tar?y"));
+  EXPECT_EQ(shard_copy_name("aws s3 cp 's3://b/tr@in 01.tar' -").substr(24), "-01.tar");
+  EXPECT_EQ(shard_copy_name("curl -s https://h/x/v@l-7.tar").substr(24), "-v_l-7.tar");
+  EXPECT_EQ(shard_copy_name("make-a-shard").substr(24), ".tar");
 }
 
 TEST(ShardList, BracePatternsListFilesAndFolders) {

@@ -33,10 +33,11 @@ namespace trainer {
 // data.shards.cache, or trainer/shards in the user's cache folder when it is empty (empty when there is none).
 std::filesystem::path shard_cache_folder(const ShardsConfig& config);
 
-// A copy's file name in the cache: the first 24 hex digits of `source`'s SHA-256 (one address or command, one copy),
-// then the shard's own name for the reader of the folder (the last word of `source` that names a .tar, up to its
-// first dot, so that DALI's index rule names the index "<digest>-train-000001.idx").
-std::string shard_copy_name(const std::string& source);
+// A copy's file name in the cache: the first 24 hex digits of the SHA-256 of the address (without its query: a
+// presigned address is signed anew, the object stays) or of the command, then the shard's own name for the reader of
+// the folder (the last word that names a .tar, up to its first dot, so that DALI's index rule names the index
+// "<digest>-train-000001.idx").
+std::string shard_copy_name(const std::string& address_or_command);
 
 // Bytes of the regular files directly in `folder` (0 when it does not exist).
 uint64_t folder_bytes(const std::filesystem::path& folder);
