@@ -529,32 +529,26 @@ TEST(Shards, RemoteShardsCopiedIntoTheCacheUpToItsLimitAreReadFromDiskWithTheSam
   ASSERT_TRUE(bad->read_encoded(0, bytes));
   EXPECT_NE(server.requests().substr(before_read).find("train-000000.tar range=bytes="), std::string::npos);
 
-  // A source closed while a shard is being copied over a slow link stops the copy and leaves nothing behind.
-  WeightsServer slow(f.dir / "slow", "--slow-whole 100");
-  fs::copy(f.shards, slow.root(), fs::copy_options::recursive);
-  DataConfig slow_remote = other_cache;
-  slow_remote.root = slow.address("");
-  slow_remote.shards.cache = (f.dir / "cache4").string();
-  {
-    const auto closing = open_shards(slow_remote, /*train=*/true, 0, 3);
-    ASSERT_TRUE(eventually([&] { return slow.requests().find("train-000000.tar range=-") != std::string::npos; }));
-  }
-  EXPECT_TRUE(fs::is_empty(f.dir / "cache4"));
-  // And one closed while the server leaves the copy's request unanswered: the transfer ends at the stop (libcurl's
-  // progress check), with no retry after it.
-  WeightsServer stalled(f.dir / "stalled", "--hang-whole-tar");
-  fs::copy(f.shards, stalled.root(), fs::copy_options::recursive);
-  DataConfig stalled_remote = other_cache;
-  stalled_remote.root = stalled.address("");
-  stalled_remote.shards.cache = (f.dir / "cache5").string();
-  {
-    const auto closing = open_shards(stalled_remote, /*train=*/true, 0, 3);
-    ASSERT_TRUE(eventually([&] { return stalled.requests().find("train-000000.tar range=-") != std::string::npos; }));
-  }
-  const std::string asked = stalled.requests();
-  EXPECT_EQ(asked.find("train-000000.tar range=-"), asked.rfind("train-000000.tar range=-")) << asked;
-  EXPECT_EQ(asked.find("train-000001.tar"), std::string::npos) << asked;
-  EXPECT_TRUE(fs::is_empty(f.dir / "cache5"));
+  // A source closed while its first shard is being copied, over a slow link or while the server leaves the copy's
+  // request unanswered: the transfer ends at the stop (libcurl's progress check) with no retry after it, and
+  // nothing is left in the cache.
+  const auto close_while_copying = [&](const WeightsServer& remote_server, const fs::path& folder) {
+    fs::copy(f.shards, remote_server.root(), fs::copy_options::recursive);
+    DataConfig d = other_cache;
+    d.root = remote_server.address("");
+    d.shards.cache = folder.string();
+    {
+      const auto closing = open_shards(d, /*train=*/true, 0, 3);
+      ASSERT_TRUE(
+          eventually([&] { return remote_server.requests().find("train-000000.tar range=-") != std::string::npos; }));
+    }
+    const std::string asked = remote_server.requests();
+    EXPECT_EQ(asked.find("train-000000.tar range=-"), asked.rfind("train-000000.tar range=-")) << asked;
+    EXPECT_EQ(asked.find("train-000001.tar"), std::string::npos) << asked;
+    EXPECT_TRUE(fs::is_empty(folder));
+  };
+  close_while_copying(WeightsServer(f.dir / "slow", "--slow-whole 100"), f.dir / "cache4");
+  close_while_copying(WeightsServer(f.dir / "stalled", "--hang-whole-tar"), f.dir / "cache5");
 }
 
 TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {
