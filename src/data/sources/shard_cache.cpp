@@ -66,7 +66,7 @@ uint64_t folder_bytes(const fs::path& folder) {
   return total;
 }
 
-ShardCopyJob shard_copy_job(std::shared_ptr<const ShardFile> shard, const fs::path& folder,
+ShardCopyJob shard_copy_job(std::shared_ptr<const ShardFile> shard, fs::path copy,
                             const std::vector<IndexedSample>& samples) {
   ShardCopyJob job;
   uint64_t end = 0;
@@ -76,7 +76,7 @@ ShardCopyJob shard_copy_job(std::shared_ptr<const ShardFile> shard, const fs::pa
       end = std::max(end, (m.offset + m.size + 511) / 512 * 512);
     }
   job.bytes = end + 1024;  // the end-of-archive blocks
-  job.copy = folder / shard_copy_name(shard->location());
+  job.copy = std::move(copy);
   const std::string index = format_shard_index(samples);
   job.index_bytes = index.size();
   job.index_digest = sha256_hex(index);

@@ -167,13 +167,14 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
   ShardSamples out;
   const std::string& label_key = config.label;
   const fs::path cache = shard_cache_folder(config);
+  const bool caching = config.cache_mb > 0 && !cache.empty() && is_http_address(location);
+  const fs::path copy = caching ? cache / shard_copy_name(location) : fs::path();
   std::error_code ec;
   if (is_pipe_address(location)) {
     const PipeShardCopy copy = pipe_shard_copy(location, {config.allow_pipe, cache.string()});
     out.piped = copy.ran ? ShardSamples::Piped::ran : ShardSamples::Piped::cached;
     out.file = std::make_shared<ShardFile>(location, copy.path.string());
-  } else if (const fs::path copy = cache / shard_copy_name(location);
-             config.cache_mb > 0 && !cache.empty() && is_http_address(location) && fs::is_regular_file(copy, ec)) {
+  } else if (caching && fs::is_regular_file(copy, ec)) {
     out.kept = true;
     out.file = std::make_shared<ShardFile>(location, copy.string());
   } else {
@@ -185,7 +186,7 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
   if (!labels_known) through.keep_suffix = "." + label_ext;
   const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true, &through);
   out.read_through = through.happened;
-  if (config.cache_mb > 0 && !cache.empty() && out.file->remote()) out.copy = shard_copy_job(out.file, cache, samples);
+  if (caching && out.file->remote()) out.copy = shard_copy_job(out.file, copy, samples);
   if (entry && entry->samples != samples.size())
     throw DataError(location + ": " + kShardSummaryName + " says " + std::to_string(entry->samples) +
                     " samples, its index lists " + std::to_string(samples.size()));

@@ -52,9 +52,9 @@ struct ShardCopyJob {
   std::string index_digest;
 };
 
-// The job for a remote shard with these samples, or nothing (bytes 0) when their index places members past any
-// shard a cache could hold.
-ShardCopyJob shard_copy_job(std::shared_ptr<const ShardFile> shard, const std::filesystem::path& folder,
+// The job that copies a remote shard with these samples to `copy` (its path in the cache), or nothing (bytes 0) when
+// their index places members past any shard a cache could hold.
+ShardCopyJob shard_copy_job(std::shared_ptr<const ShardFile> shard, std::filesystem::path copy,
                             const std::vector<IndexedSample>& samples);
 
 // Copies `job`'s shard and its index into the cache and switches the shard's reads to the copy. When `stop` turns
