@@ -40,9 +40,22 @@ ShardSummary parse_shard_summary(const std::string& text, const std::string& whe
     for (const auto& [split, shards] : j.at("splits").items()) {
       std::vector<ShardEntry>& entries = s.splits[split];
       for (const auto& e : shards) {
-        ShardEntry entry{e.at("name").get<std::string>(), e.at("samples").get<uint64_t>(),
-                         e.value("bytes", uint64_t{0}), e.value("labels", std::vector<int64_t>{})};
+        // Counts and labels must be JSON integers: nlohmann converts a float past the type's range undefinedly.
+        const auto whole = [&](const char* key, bool required) -> uint64_t {
+          if (!e.is_object() || !e.contains(key)) {
+            if (required) throw DataError(where + ": " + split + ": a shard without \"" + key + "\"");
+            return 0;
+          }
+          if (!e.at(key).is_number_unsigned())
+            throw DataError(where + ": " + split + ": \"" + key + "\" is not a whole number from 0 to 2^64-1");
+          return e.at(key).get<uint64_t>();
+        };
+        ShardEntry entry{e.at("name").get<std::string>(), whole("samples", true), whole("bytes", false), {}};
         const std::string at = where + ": " + split + " shard " + entry.name;
+        for (const auto& label : e.value("labels", nlohmann::json::array())) {
+          if (!label.is_number_integer()) throw DataError(at + ": a label that is not a whole number");
+          entry.labels.push_back(label.get<int64_t>());
+        }
         if (!contained_name(entry.name)) throw DataError(at + ": a shard's name must stay under the summary's folder");
         if (!entry.labels.empty() && entry.labels.size() != entry.samples)
           throw DataError(at + ": " + std::to_string(entry.labels.size()) + " labels for " +
