@@ -37,7 +37,9 @@ ShardSummary parse_shard_summary(const std::string& text, const std::string& whe
     if (!j.is_object() || j.value("format", std::string()) != kFormat)
       throw DataError(where + ": expected a \"format\": \"" + std::string(kFormat) + "\" summary of shards");
     s.classes = j.at("classes").get<std::vector<std::string>>();
-    for (const auto& [split, shards] : j.at("splits").items()) {
+    for (const auto& item : j.at("splits").items()) {
+      const std::string split = item.key();
+      const nlohmann::json& shards = item.value();
       std::vector<ShardEntry>& entries = s.splits[split];
       for (const auto& e : shards) {
         // Counts and labels must be JSON integers: nlohmann converts a float past the type's range undefinedly.
