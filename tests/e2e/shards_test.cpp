@@ -473,7 +473,7 @@ TEST(Shards, RemoteShardsCopiedIntoTheCacheUpToItsLimitAreReadFromDiskWithTheSam
   std::set<std::string> kept;
   for (const auto& e : fs::directory_iterator(cache)) {
     const std::string name = e.path().filename().string();
-    if (name == "other-run.bin") continue;
+    if (name == "other-run.bin" || name == kCopyLockName) continue;
     kept.insert(name.substr(name.find('-') + 1));  // "<digest>-train-000001.tar"
     EXPECT_EQ(bytes_of(e.path()), bytes_of(f.shards / name.substr(name.find('-') + 1))) << name;
   }
@@ -545,10 +545,65 @@ TEST(Shards, RemoteShardsCopiedIntoTheCacheUpToItsLimitAreReadFromDiskWithTheSam
     const std::string asked = remote_server.requests();
     EXPECT_EQ(asked.find("train-000000.tar range=-"), asked.rfind("train-000000.tar range=-")) << asked;
     EXPECT_EQ(asked.find("train-000001.tar"), std::string::npos) << asked;
-    EXPECT_TRUE(fs::is_empty(folder));
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(folder)) left.push_back(e.path().filename().string());
+    EXPECT_EQ(left, std::vector<std::string>{kCopyLockName});
   };
   close_while_copying(WeightsServer(f.dir / "slow", "--slow-whole 100"), f.dir / "cache4");
   close_while_copying(WeightsServer(f.dir / "stalled", "--hang-whole-tar"), f.dir / "cache5");
+}
+
+// Two sources sharing a cache (two ranks of a machine) while each shard's copy takes a while over a slow link: the
+// copiers take turns through the folder's lock file, so the server is asked for each shard's whole file once, and
+// both sources end up reading every shard from the one copy of it.
+TEST(Shards, CopiersSharingACacheTakeTurnsAndFetchEachShardOnce) {
+  ShardedFolder f;
+  WeightsServer server(f.dir / "slow", "--slow-whole 20");
+  fs::copy(f.shards, server.root(), fs::copy_options::recursive);
+  DataConfig remote;
+  remote.kind = DataKind::shards;
+  remote.root = server.address("");
+  remote.shards.cache = (f.dir / "cache").string();
+  remote.shards.cache_mb = 100;
+  remote.shards.read_ahead = 0;
+  DataConfig local = remote;
+  local.root = f.shards.string();
+  const auto disk = open_shards(local, /*train=*/true, 0, 3);
+  std::vector<std::string> train_shards;
+  for (const auto& e : fs::directory_iterator(f.shards))
+    if (e.path().extension() == ".tar" && e.path().filename().string().rfind("train-", 0) == 0)
+      train_shards.push_back(e.path().filename().string());
+  ASSERT_GE(train_shards.size(), 3u);
+  {
+    const auto a = open_shards(remote, /*train=*/true, 0, 3);
+    const auto b = open_shards(remote, /*train=*/true, 0, 3);
+    ASSERT_TRUE(eventually([&] { return a->copy_counts().finished && b->copy_counts().finished; }));
+    for (const auto* source : {&a, &b}) {
+      const ShardCopier::Counts c = (*source)->copy_counts();
+      EXPECT_EQ(c.copied, train_shards.size());
+      EXPECT_EQ(c.failed, 0u) << c.first_failure;
+      EXPECT_EQ(c.lock_problem, "");
+    }
+    const std::string asked = server.requests();
+    for (const std::string& shard : train_shards) {
+      const std::string whole = shard + " range=-";
+      EXPECT_NE(asked.find(whole), std::string::npos) << asked;
+      EXPECT_EQ(asked.find(whole), asked.rfind(whole)) << asked;
+    }
+    const size_t before = server.requests().size();
+    std::vector<uint8_t> expected, got;
+    for (size_t i = 0; i < disk->size(); ++i) {
+      ASSERT_TRUE(disk->read_encoded(i, expected));
+      for (const auto* source : {&a, &b}) {
+        ASSERT_TRUE((*source)->read_encoded(i, got));
+        EXPECT_EQ(got, expected) << i;
+      }
+    }
+    EXPECT_EQ(server.requests().substr(before), "");
+  }
+  size_t tars = 0;
+  for (const auto& e : fs::directory_iterator(f.dir / "cache")) tars += e.path().extension() == ".tar";
+  EXPECT_EQ(tars, train_shards.size());
 }
 
 TEST(Shards, AShardThatAnswers404IsABadSampleOrPastTheLimitAOneLineError) {

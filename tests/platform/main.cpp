@@ -3,6 +3,7 @@
 //   wait-for-stop  writes FOLDER/ready-RANK, then waits for a stop request; prints "stopped by SIGINT" and exits
 //                  128 + its code (the trainer's way)
 //   rank1-fails    rank 1 prints "rank 1 failing" and exits 3; the other ranks wait-for-stop
+//   hold-lock      takes the FileLock on FOLDER/held.lock (exits 4 when it cannot), then does as wait-for-stop
 //   bytes          writes FOLDER (a number) bytes, byte i being (i * 7 + i / 256) % 256, to stdout as they are, and
 //                  exits 3 (what a `pipe:` shard's command looks like to run_shell_command)
 // Otherwise GoogleTest's main, except that a run whose tests were all skipped exits 77 (ctest's "Skipped").
@@ -23,6 +24,7 @@
 #include <windows.h>
 #endif
 
+#include "trainer/platform/files.hpp"
 #include "trainer/platform/stop_requests.hpp"
 #include "trainer/util/atomic_file.hpp"
 
@@ -44,6 +46,12 @@ int run_child(const std::string& mode, const std::string& folder) {
   if (mode == "rank1-fails" && rank == "1") {
     std::printf("rank 1 failing\n");
     return 3;
+  }
+  trainer::FileLock lock;  // held until this process ends
+  bool held = false;
+  if (mode == "hold-lock" && (lock.try_lock(std::filesystem::u8path(folder) / "held.lock", held) || !held)) {
+    std::printf("the lock was not taken\n");
+    return 4;
   }
   trainer::StopRequests stop;
   trainer::write_file_atomically(std::filesystem::u8path(folder) / ("ready-" + rank),

@@ -144,6 +144,42 @@ TEST(PlatformFiles, AppendContinuesAFileOrStartsOne) {
   EXPECT_EQ(read_text(partial), "first second");
 }
 
+// The shard cache's copiers take turns through a lock file: one holder at a time, among FileLocks of one process and
+// across processes, and a holder's lock ends with its process, a killed one too. The file stays, empty.
+TEST(PlatformFiles, AFileLockHasOneHolderAndEndsWithItsProcess) {
+  TempFolder dir;
+  const fs::path path = dir / fs::u8path(u8"缓存 copying.lock");
+  FileLock a, b;
+  bool held = false;
+  ASSERT_FALSE(a.try_lock(path, held));
+  EXPECT_TRUE(held);
+  ASSERT_FALSE(b.try_lock(path, held));
+  EXPECT_FALSE(held);
+  a.unlock();
+  ASSERT_FALSE(b.try_lock(path, held));
+  EXPECT_TRUE(held);
+  b.unlock();
+  EXPECT_EQ(fs::file_size(path), 0u);
+
+  StopRequestQueue stops;
+  ChildProcess child = ChildProcess::start_self(child_args("hold-lock", dir), {});
+  std::string output;
+  ASSERT_TRUE(wait_until([&] {
+    child.read_output(output);
+    return fs::exists(dir / "ready-0") || child.poll().has_value();
+  }));
+  ASSERT_TRUE(fs::exists(dir / "ready-0")) << output;
+  ASSERT_FALSE(a.try_lock(dir / "held.lock", held));
+  EXPECT_FALSE(held);
+  child.kill();
+  ASSERT_TRUE(wait_until([&] {
+    wait_for_children({&child}, stops, 50ms);
+    return child.poll().has_value();
+  }));
+  ASSERT_FALSE(a.try_lock(dir / "held.lock", held));
+  EXPECT_TRUE(held);
+}
+
 // A checkpoint is mapped, not read into memory: the mapping holds the file's bytes (an empty file none), a missing
 // file is an error, and a file replaced while mapped keeps the old bytes in the mapping (POSIX) or waits for it
 // to be unmapped (Windows: replace_file retries while the file is held).

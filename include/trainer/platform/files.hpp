@@ -86,6 +86,30 @@ class PositionalFile {
   uint64_t size_ = 0;
 };
 
+// An exclusive advisory lock on a file, which every holder of a FileLock on the same file respects (other
+// processes, and other FileLocks in this one), held until unlock() or destruction; the system releases it when its
+// process ends, a crash or a kill included, so a lock is never left behind. The file is created when absent (empty,
+// never removed). POSIX: flock(LOCK_EX | LOCK_NB) on a descriptor of its own (Linux carries it to the server on NFS).
+// Windows: LockFileEx(LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY) on its first byte.
+//   FileLock lock;
+//   bool held = false;
+//   if (auto ec = lock.try_lock(path, held)) fail(ec);  // the file could not be opened or locked at all
+//   if (!held) ...another holds it: try again later
+class FileLock {
+ public:
+  FileLock() = default;
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  // `held` is true when this call took the lock, false when another holds it (not an error).
+  std::error_code try_lock(const std::filesystem::path& path, bool& held);
+  void unlock();
+
+ private:
+  intptr_t handle_ = -1;
+};
+
 // A whole file mapped read-only into memory: its bytes are read from the disk as they are touched and count as
 // the page cache's, not this process's heap, so a checkpoint of any size can be checked and then loaded without
 // being held twice. POSIX: mmap(PROT_READ, MAP_PRIVATE); a file replaced by rename (as every writer here

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <system_error>
 
 #include "trainer/data/sources/tar_members.hpp"
@@ -130,15 +131,33 @@ ShardCopier::~ShardCopier() {
   thread_.join();
 }
 
+bool ShardCopier::take_turn(FileLock& lock) {
+  const fs::path path = folder_ / kCopyLockName;
+  while (!stop_) {
+    bool held = false;
+    if (const std::error_code ec = lock.try_lock(path, held)) {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (counts_.lock_problem.empty()) counts_.lock_problem = path.string() + ": " + ec.message();
+      return true;
+    }
+    if (held) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // another copier's turn: a shard takes far longer
+  }
+  return false;
+}
+
 void ShardCopier::run() {
   std::error_code ec;
   fs::create_directories(folder_, ec);
   for (const ShardCopyJob& job : jobs_) {
-    if (stop_) break;
+    // A copy another copier made since the opening (a second rank's) is used as it is: copies appear whole (renamed
+    // into place), so only making one takes a turn, and whether it is still missing is asked again in the turn.
+    FileLock turn;
+    if (stop_ || (!fs::is_regular_file(job.copy, ec) && !take_turn(turn))) break;
     enum { copied, skipped, failed } outcome = copied;
     std::string failure;
     try {
-      if (fs::is_regular_file(job.copy, ec)) {  // made by another process since the opening (a second rank)
+      if (fs::is_regular_file(job.copy, ec)) {
         job.shard->use_copy(job.copy.string());
       } else if (folder_bytes(folder_) + job.bytes + job.index_bytes > limit_) {
         outcome = skipped;
@@ -176,6 +195,9 @@ std::string ShardCopier::take_news() {
   if (now.failed > reported_.failed)
     news += (news.empty() ? "" : "; ") + std::to_string(now.failed - reported_.failed) +
             " shard(s) not copied (read by ranges instead), the first: " + now.first_failure;
+  if (!now.lock_problem.empty() && reported_.lock_problem.empty())
+    news += (news.empty() ? "" : "; ") + std::string("the cache's lock file could not be used (") + now.lock_problem +
+            "): other processes may copy the same shards at the same time";
   if (now.skipped > reported_.skipped)
     news += (news.empty() ? "" : "; ") + std::to_string(now.skipped - reported_.skipped) +
             " shard(s) left out: the cache folder would pass data.shards.cache_mb (" + megabytes(limit_) + ")";

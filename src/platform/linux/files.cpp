@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -141,6 +142,34 @@ std::error_code PositionalFile::read_at(uint64_t offset, size_t size, uint8_t* o
     size -= static_cast<size_t>(n);
   }
   return {};
+}
+
+FileLock::~FileLock() { unlock(); }
+
+std::error_code FileLock::try_lock(const std::filesystem::path& path, bool& held) {
+  unlock();
+  held = false;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return last_error();
+  int locked = 0;
+  do {
+    locked = ::flock(fd, LOCK_EX | LOCK_NB);
+  } while (locked != 0 && errno == EINTR);
+  if (locked != 0) {
+    const int error = errno;
+    ::close(fd);
+    if (error == EWOULDBLOCK) return {};
+    return {error, std::generic_category()};
+  }
+  handle_ = fd;
+  held = true;
+  return {};
+}
+
+void FileLock::unlock() {
+  if (handle_ < 0) return;
+  ::close(static_cast<int>(handle_));  // closing the descriptor releases its flock
+  handle_ = -1;
 }
 
 MappedFile::~MappedFile() {

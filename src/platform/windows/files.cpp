@@ -175,6 +175,34 @@ std::error_code PositionalFile::read_at(uint64_t offset, size_t size, uint8_t* o
   return {};
 }
 
+FileLock::~FileLock() { unlock(); }
+
+std::error_code FileLock::try_lock(const std::filesystem::path& path, bool& held) {
+  unlock();
+  held = false;
+  // LockFileEx needs read or write access; the file is shared in every way, since it is only ever locked.
+  const HANDLE h = CreateFileW(windows::long_path(path).c_str(), GENERIC_READ | GENERIC_WRITE,
+                               FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_ALWAYS,
+                               FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return windows::last_error();
+  OVERLAPPED first_byte{};  // the lock's range starts at offset 0; past the end of a file is allowed
+  if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &first_byte)) {
+    const DWORD error = GetLastError();
+    CloseHandle(h);
+    if (error == ERROR_LOCK_VIOLATION) return {};
+    return {static_cast<int>(error), windows::system_errors()};
+  }
+  handle_ = reinterpret_cast<intptr_t>(h);
+  held = true;
+  return {};
+}
+
+void FileLock::unlock() {
+  if (handle_ == -1) return;
+  CloseHandle(as_handle(handle_));  // closing the handle releases its locks
+  handle_ = -1;
+}
+
 MappedFile::~MappedFile() {
   if (data_) UnmapViewOfFile(data_);
 }

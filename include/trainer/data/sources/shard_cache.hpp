@@ -9,8 +9,12 @@
 // read throughout every epoch and any set of copies serves its share of the reads (a cache of a third of the data
 // saves a third of the network reads); keeping the same ones for good, rather than evicting, never fetches a shard
 // twice. The limit counts every file in the folder (other runs' copies included); nothing there is ever deleted by
-// the trainer, and a copier running at the same time (a second rank's, the eval split's) can take the folder past the
-// limit by one shard.
+// the trainer.
+//
+// Copiers take turns: every copier of every process using the folder (the ranks of a machine, the eval split's, a
+// second run) copies only while it holds the folder's lock file (kCopyLockName, a FileLock), one shard at a time, so a
+// shard is fetched once however many ranks want it: a copier that finds the copy another made uses it, and the limit
+// holds with all of them together. The system drops a lock whose process ends, a killed one too.
 //   ShardCopier copier(cache_folder, limit_bytes, jobs);   // copies in the background
 //   copier.take_news();   // "2 more shard(s) copied into the cache /home/me/.cache/trainer/shards (4 of the 12 ..."
 #pragma once
@@ -27,8 +31,12 @@
 #include "trainer/config/config.hpp"
 #include "trainer/data/sources/shard_file.hpp"
 #include "trainer/data/sources/shard_index.hpp"
+#include "trainer/platform/files.hpp"
 
 namespace trainer {
+
+// The file in the cache folder whose FileLock a copier holds while it copies.
+inline constexpr const char* kCopyLockName = "copying.lock";
 
 // data.shards.cache, or trainer/shards in the user's cache folder when it is empty (empty when there is none).
 std::filesystem::path shard_cache_folder(const ShardsConfig& config);
@@ -76,6 +84,7 @@ class ShardCopier {
     size_t failed = 0;   // transfers or checks that failed (those shards are read by ranges)
     bool finished = false;
     std::string first_failure;
+    std::string lock_problem;  // the lock file could not be used: copies went ahead without taking turns
   };
   Counts counts() const;
   size_t jobs() const { return jobs_.size(); }
@@ -84,6 +93,9 @@ class ShardCopier {
 
  private:
   void run();
+  // Holds the folder's lock in `lock` when this returns true: waits while another holds it, goes on without it when
+  // it cannot be taken at all (said once, in lock_problem); false when stopped while waiting.
+  bool take_turn(FileLock& lock);
 
   std::filesystem::path folder_;
   uint64_t limit_;
