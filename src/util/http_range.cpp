@@ -1,8 +1,10 @@
 #include "trainer/util/http_range.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <thread>
+#include <unordered_map>
 
 #include "trainer/util/error.hpp"
 
@@ -31,11 +33,15 @@ namespace {
 
 // One easy handle per thread: libcurl keeps its connection open, so the next request to the host skips the
 // handshake.
+bool curl_ready() {
+  static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);  // once, before any transfer
+  return global == CURLE_OK;
+}
+
 class ThreadHandle {
  public:
   ThreadHandle() {
-    static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);  // once, before any transfer
-    if (global == CURLE_OK) curl_ = curl_easy_init();
+    if (curl_ready()) curl_ = curl_easy_init();
   }
   ~ThreadHandle() {
     if (curl_) curl_easy_cleanup(curl_);
@@ -260,6 +266,139 @@ bool http_reachable(const std::string& url, std::string& why) {
   }
 }
 
+namespace {
+
+// A range in flight: its easy handle writes into `bytes` through `body`.
+struct RangeTransfer {
+  uint64_t tag = 0, offset = 0, size = 0;
+  std::string url, range;
+  std::vector<uint8_t> bytes;
+  Body body;
+};
+
+}  // namespace
+
+struct ConcurrentRanges::State {
+  CURLM* multi = nullptr;
+  HttpOptions options;
+  std::vector<CURL*> idle;  // easy handles between transfers (their connections stay in the multi handle's cache)
+  std::unordered_map<CURL*, RangeTransfer> active;
+  std::vector<Ended> refused;  // transfers that could not start, handed back by the next wait()
+
+  // Moves every transfer that ended from `active` to `ended`.
+  void collect(std::vector<Ended>& ended) {
+    int left = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
+      if (message->msg != CURLMSG_DONE) continue;
+      CURL* curl = message->easy_handle;
+      const CURLcode result = message->data.result;  // read before the handle is removed
+      const auto it = active.find(curl);
+      if (it == active.end()) continue;
+      RangeTransfer& t = it->second;
+      long status = 0;
+      curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+      bool final = false;
+      std::string why = status_problem(status, final);
+      if (why.empty() && status == 200)
+        why =
+            "the server ignores Range requests (HTTP 200 for a range): it would send the whole shard for every sample";
+      if (why.empty() && result != CURLE_OK) why = curl_easy_strerror(result);
+      if (why.empty() && t.bytes.size() != t.size)
+        why = "the answer held " + std::to_string(t.bytes.size()) + " of " + std::to_string(t.size) + " bytes";
+      Ended e;
+      e.tag = t.tag;
+      e.bytes = std::move(t.bytes);
+      if (!why.empty()) e.error = t.url + ": " + range_text(t.offset, t.size) + ": " + why;
+      ended.push_back(std::move(e));
+      curl_multi_remove_handle(multi, curl);
+      idle.push_back(curl);
+      active.erase(it);
+    }
+  }
+};
+
+ConcurrentRanges::ConcurrentRanges(size_t connections, HttpOptions options)
+    : connections_(connections), state_(std::make_unique<State>()) {
+  state_->options = options;
+  if (curl_ready()) state_->multi = curl_multi_init();
+  if (state_->multi) {
+    curl_multi_setopt(state_->multi, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(connections));
+    curl_multi_setopt(state_->multi, CURLMOPT_MAXCONNECTS, static_cast<long>(connections));
+  }
+}
+
+ConcurrentRanges::~ConcurrentRanges() {
+  for (auto& [curl, transfer] : state_->active) {
+    curl_multi_remove_handle(state_->multi, curl);
+    curl_easy_cleanup(curl);
+  }
+  for (CURL* curl : state_->idle) curl_easy_cleanup(curl);
+  if (state_->multi) curl_multi_cleanup(state_->multi);
+}
+
+void ConcurrentRanges::start(uint64_t tag, const std::string& url, uint64_t offset, uint64_t size,
+                             std::vector<uint8_t> buffer) {
+  CURL* curl = nullptr;
+  if (!state_->idle.empty()) {
+    curl = state_->idle.back();
+    state_->idle.pop_back();
+  } else if (state_->multi) {
+    curl = curl_easy_init();
+  }
+  if (!curl) {
+    state_->refused.push_back(
+        {tag, {}, url + ": " + range_text(offset, size) + ": libcurl could not start a transfer"});
+    return;
+  }
+  RangeTransfer& t = state_->active[curl];
+  t.tag = tag;
+  t.offset = offset;
+  t.size = size;
+  t.url = url;
+  t.range = std::to_string(offset) + "-" + std::to_string(offset + size - 1);
+  t.bytes = std::move(buffer);
+  t.bytes.clear();
+  t.bytes.reserve(size);
+  t.body = Body{&t.bytes, size, false};
+  set_common_options(curl, url, state_->options);
+  curl_easy_setopt(curl, CURLOPT_RANGE, t.range.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t.body);
+  if (curl_multi_add_handle(state_->multi, curl) != CURLM_OK) {
+    state_->refused.push_back(
+        {tag, std::move(t.bytes), url + ": " + range_text(offset, size) + ": libcurl could not start a transfer"});
+    state_->active.erase(curl);
+    state_->idle.push_back(curl);
+  }
+}
+
+void ConcurrentRanges::wait(std::vector<Ended>& ended, int timeout_ms) {
+  const size_t before = ended.size();
+  for (Ended& e : state_->refused) ended.push_back(std::move(e));
+  state_->refused.clear();
+  if (!state_->multi) return;
+  int running = 0;
+  curl_multi_perform(state_->multi, &running);
+  state_->collect(ended);
+  if (ended.size() > before) return;
+#if LIBCURL_VERSION_NUM < 0x074400  // before 7.68: no curl_multi_wakeup, so wake() is noticed within 10 ms
+  timeout_ms = std::min(timeout_ms, 10);
+#endif
+#if LIBCURL_VERSION_NUM >= 0x074200
+  curl_multi_poll(state_->multi, nullptr, 0, timeout_ms, nullptr);
+#else
+  curl_multi_wait(state_->multi, nullptr, 0, timeout_ms, nullptr);
+#endif
+  curl_multi_perform(state_->multi, &running);
+  state_->collect(ended);
+}
+
+void ConcurrentRanges::wake() {
+#if LIBCURL_VERSION_NUM >= 0x074400
+  if (state_->multi) curl_multi_wakeup(state_->multi);
+#endif
+}
+
 #else
 
 void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>&, const HttpOptions&) {
@@ -275,6 +414,31 @@ bool http_reachable(const std::string&, std::string& why) {
   why = "this build of trainer cannot read http(s) addresses (it was built without libcurl)";
   return false;
 }
+
+struct ConcurrentRanges::State {
+  std::vector<Ended> refused;
+};
+
+ConcurrentRanges::ConcurrentRanges(size_t connections, HttpOptions)
+    : connections_(connections), state_(std::make_unique<State>()) {}
+
+ConcurrentRanges::~ConcurrentRanges() = default;
+
+void ConcurrentRanges::start(uint64_t tag, const std::string& url, uint64_t offset, uint64_t size,
+                             std::vector<uint8_t>) {
+  state_->refused.push_back({tag,
+                             {},
+                             url + ": " + range_text(offset, size) +
+                                 ": this build of trainer cannot read http(s) addresses (it was built "
+                                 "without libcurl)"});
+}
+
+void ConcurrentRanges::wait(std::vector<Ended>& ended, int) {
+  for (Ended& e : state_->refused) ended.push_back(std::move(e));
+  state_->refused.clear();
+}
+
+void ConcurrentRanges::wake() {}
 
 #endif
 

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "trainer/io/checkpoint.hpp"
 #include "trainer/models/factory.hpp"
 #include "trainer/util/error.hpp"
+#include "trainer/util/http_range.hpp"
 
 namespace trainer {
 namespace {
@@ -551,6 +553,58 @@ TEST(Shards, RemoteShardsCopiedIntoTheCacheUpToItsLimitAreReadFromDiskWithTheSam
   };
   close_while_copying(WeightsServer(f.dir / "slow", "--slow-whole 100"), f.dir / "cache4");
   close_while_copying(WeightsServer(f.dir / "stalled", "--hang-whole-tar"), f.dir / "cache5");
+}
+
+// The read-ahead's transport on its own: ranges in flight together each come back with their own bytes and tag; a
+// missing file and a server that ignores ranges are errors naming the address and the range; wake() ends a wait.
+TEST(Shards, ConcurrentRangesBringEachRangesBytesOrSayWhyNot) {
+  TempDir dir;
+  WeightsServer server(dir.path());
+  std::string file(300000, '\0');
+  for (size_t i = 0; i < file.size(); ++i) file[i] = static_cast<char>((i * 7 + i / 256) % 256);
+  write_text(server.root() / "blob.bin", file);
+  const auto wait_for = [](ConcurrentRanges& ranges, size_t count) {
+    std::vector<ConcurrentRanges::Ended> ended;
+    for (int i = 0; i < 3000 && ended.size() < count; ++i) ranges.wait(ended, 100);  // a hang guard
+    return ended;
+  };
+  ConcurrentRanges ranges(3);
+  const std::map<uint64_t, std::pair<uint64_t, uint64_t>> asked{{10, {0, 1}}, {11, {1000, 60000}}, {12, {299999, 1}}};
+  for (const auto& [tag, range] : asked) ranges.start(tag, server.address("blob.bin"), range.first, range.second, {});
+  const auto ended = wait_for(ranges, 3);
+  ASSERT_EQ(ended.size(), 3u);
+  std::set<uint64_t> tags;
+  for (const auto& e : ended) {
+    EXPECT_EQ(e.error, "");
+    const auto [offset, size] = asked.at(e.tag);
+    EXPECT_EQ(std::string(e.bytes.begin(), e.bytes.end()), file.substr(offset, size)) << e.tag;
+    tags.insert(e.tag);
+  }
+  EXPECT_EQ(tags.size(), 3u);
+
+  ranges.start(20, server.address("missing.bin"), 0, 10, {});
+  const auto missing = wait_for(ranges, 1);
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0].tag, 20u);
+  EXPECT_EQ(missing[0].error, server.address("missing.bin") + ": bytes 0-9: the server answered HTTP 404");
+
+  std::vector<ConcurrentRanges::Ended> none;
+  const auto before = std::chrono::steady_clock::now();
+  ranges.wake();
+  ranges.wait(none, 120000);
+  EXPECT_TRUE(none.empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(60));  // woken, not timed out
+
+  WeightsServer ignoring(dir / "ignoring", "--ignore-range");
+  write_text(ignoring.root() / "blob.bin", file);
+  ConcurrentRanges whole(1);
+  whole.start(30, ignoring.address("blob.bin"), 0, 10, {});
+  const auto refused = wait_for(whole, 1);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].error,
+            ignoring.address("blob.bin") +
+                ": bytes 0-9: the server ignores Range requests (HTTP 200 for a range): it would send "
+                "the whole shard for every sample");
 }
 
 // Two sources sharing a cache (two ranks of a machine) while each shard's copy takes a while over a slow link: the

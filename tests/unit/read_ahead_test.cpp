@@ -1,6 +1,8 @@
 // ReadAhead: every requested key is fetched at most once and reaches its reader with the fetcher's bytes, whether
 // the reader comes before, during or after the fetch; a key whose fetch has not started is claimed by its reader, a
-// failed fetch is left to the reader, and fetched bytes over the limit are dropped oldest first.
+// failed fetch is left to the reader, and fetched bytes over the limit are dropped oldest first; with a Transport,
+// as many fetches are in flight as it has slots, in request order, and a key it does not start is left to its
+// reader.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -40,7 +42,7 @@ struct CountingFetch {
 
 TEST(ReadAhead, EveryKeyIsFetchedOnceAndReadWithItsBytes) {
   CountingFetch fetch;
-  ReadAhead ahead([&](size_t k, std::vector<uint8_t>& out) { fetch(k, out); }, 4, uint64_t{1} << 20);
+  ReadAhead ahead([&](size_t k, std::vector<uint8_t>& out) { fetch(k, out); }, uint64_t{1} << 20);
   std::vector<size_t> keys;
   for (size_t k = 0; k < 200; ++k) keys.push_back(k * 3);
   ahead.request(keys);
@@ -68,7 +70,7 @@ TEST(ReadAhead, EveryKeyIsFetchedOnceAndReadWithItsBytes) {
   EXPECT_FALSE(ahead.take(1, out));  // never requested
 }
 
-// One fetching thread held inside the fetch of key 0 until released.
+// The fetch of key 0 held until released.
 struct GatedFetch {
   std::mutex mutex;
   std::condition_variable changed;
@@ -89,7 +91,7 @@ struct GatedFetch {
 
 TEST(ReadAhead, AQueuedKeyIsClaimedAFetchingOneAwaitedAFailedOneLeftToTheReader) {
   GatedFetch gate;
-  ReadAhead ahead([&](size_t k, std::vector<uint8_t>& out) { gate(k, out); }, 1, uint64_t{1} << 20);
+  ReadAhead ahead([&](size_t k, std::vector<uint8_t>& out) { gate(k, out); }, uint64_t{1} << 20);
   ahead.request({0, 1, 3});
   {
     std::unique_lock<std::mutex> lock(gate.mutex);
@@ -116,7 +118,7 @@ TEST(ReadAhead, AQueuedKeyIsClaimedAFetchingOneAwaitedAFailedOneLeftToTheReader)
 
 TEST(ReadAhead, BytesOverTheLimitAreDroppedOldestFirst) {
   // Keys 0..4 fetched and never read, 4 bytes each (bytes_of), at most 10 held: 0, 1 and 2 are dropped.
-  ReadAhead ahead([](size_t k, std::vector<uint8_t>& out) { out = bytes_of(k * 7); }, 1, 10);
+  ReadAhead ahead([](size_t k, std::vector<uint8_t>& out) { out = bytes_of(k * 7); }, 10);
   ahead.request({0, 1, 2, 3, 4});
   ASSERT_TRUE(eventually([&] { return ahead.counts().fetched == 5; }));
   EXPECT_EQ(ahead.counts().evicted, 3u);
@@ -131,13 +133,80 @@ TEST(ReadAhead, BytesOverTheLimitAreDroppedOldestFirst) {
   EXPECT_TRUE(ahead.take(3, out));
 }
 
-TEST(ReadAhead, NoThreadsMeansNoFetching) {
-  std::atomic<int> calls{0};
-  ReadAhead ahead([&](size_t, std::vector<uint8_t>&) { ++calls; }, 0, 1 << 20);
-  ahead.request({1, 2});
+// A transport whose fetches end when the test says so.
+class HeldTransport : public ReadAhead::Transport {
+ public:
+  HeldTransport(size_t slots, size_t refused) : slots_(slots), refused_(refused) {}
+  size_t slots() const override { return slots_; }
+  bool start(size_t key, std::vector<uint8_t>) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (key == refused_) return false;
+    started_.push_back(key);
+    return true;
+  }
+  void wait(std::vector<Ended>& ended) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !ending_.empty() || woken_; });
+    woken_ = false;
+    for (Ended& e : ending_) ended.push_back(std::move(e));
+    ending_.clear();
+  }
+  void wake() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    woken_ = true;
+    changed_.notify_all();
+  }
+  void end(size_t key, bool ok) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ending_.push_back({key, ok, bytes_of(key)});
+    changed_.notify_all();
+  }
+  std::vector<size_t> started() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return started_;
+  }
+
+ private:
+  size_t slots_, refused_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<size_t> started_;
+  std::vector<Ended> ending_;
+  bool woken_ = false;
+};
+
+TEST(ReadAhead, ATransportHasAsManyFetchesInFlightAsSlotsInRequestOrder) {
+  auto owned = std::make_unique<HeldTransport>(/*slots=*/2, /*refused=*/3);
+  HeldTransport& transport = *owned;
+  ReadAhead ahead(std::move(owned), uint64_t{1} << 20);
+  ahead.request({0, 1, 2, 3, 4});
+  ASSERT_TRUE(eventually([&] { return transport.started().size() == 2; }));
+  EXPECT_EQ(transport.started(), (std::vector<size_t>{0, 1}));  // both slots taken: 2 waits for one to end
+  transport.end(0, true);
+  ASSERT_TRUE(eventually([&] { return transport.started().size() == 3; }));
+  EXPECT_EQ(transport.started().back(), 2u);
   std::vector<uint8_t> out;
+  EXPECT_TRUE(ahead.take(0, out));
+  EXPECT_EQ(out, bytes_of(0));
+  transport.end(1, false);  // failed: left to its reader; then 3 is refused, so 4 starts
+  ASSERT_TRUE(eventually([&] { return transport.started().size() == 4; }));
+  EXPECT_EQ(transport.started().back(), 4u);
   EXPECT_FALSE(ahead.take(1, out));
-  EXPECT_EQ(calls, 0);
+  EXPECT_FALSE(ahead.take(3, out));
+  transport.end(2, true);
+  transport.end(4, true);
+  EXPECT_TRUE(ahead.take(4, out));  // waited for while in flight, or already here
+  EXPECT_EQ(out, bytes_of(4));
+  EXPECT_TRUE(ahead.take(2, out));
+  EXPECT_EQ(out, bytes_of(2));
+  const ReadAhead::Counts c = ahead.counts();
+  EXPECT_EQ(c.requested, 5u);
+  EXPECT_EQ(c.fetched, 3u);
+  EXPECT_EQ(c.failed, 2u);
+  EXPECT_EQ(c.taken, 3u);
+  EXPECT_EQ(c.missed, 2u);
+  ahead.request({5});  // still in flight when the read-ahead ends: dropped, no hang
+  ASSERT_TRUE(eventually([&] { return transport.started().size() == 5; }));
 }
 
 }  // namespace

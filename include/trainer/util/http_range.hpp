@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,43 @@ void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vect
 // and the last failure (HttpStatusError for a 4xx status).
 void http_stream(const std::string& url, const std::function<bool(const uint8_t* data, size_t size)>& sink,
                  const HttpOptions& options = {});
+
+// Range requests in flight together, driven by the one thread that calls start() and wait() (libcurl's multi
+// interface): up to `connections` transfers at once over connections kept open between them, where a thread per
+// connection would take a wake-up and a poll() of its own for each range. One try each, no retries: its caller reads
+// a failed range again in its own way (the read-ahead's worker does, with http_read's retries and error).
+//   ConcurrentRanges ranges(8);
+//   ranges.start(7, "http://host/train-000001.tar", 1536, 40213, std::move(buffer));
+//   std::vector<ConcurrentRanges::Ended> ended;
+//   ranges.wait(ended);   // ended[0].tag == 7, .bytes the range's bytes, .error "" (or why it failed)
+class ConcurrentRanges {
+ public:
+  struct Ended {
+    uint64_t tag = 0;
+    std::vector<uint8_t> bytes;
+    std::string error;  // "" when the range arrived whole
+  };
+
+  explicit ConcurrentRanges(size_t connections, HttpOptions options = {});
+  ~ConcurrentRanges();  // drops the transfers in flight
+  ConcurrentRanges(const ConcurrentRanges&) = delete;
+  ConcurrentRanges& operator=(const ConcurrentRanges&) = delete;
+
+  size_t connections() const { return connections_; }
+  // Starts fetching `size` (> 0) bytes of `url` from `offset` into `buffer` (its capacity reused); at most
+  // connections() at once, counted by the caller. The bytes come back from wait() with `tag`.
+  void start(uint64_t tag, const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t> buffer);
+  // Moves the transfers on until at least one ends, wake() is called or `timeout_ms` passes; appends those that
+  // ended to `ended`.
+  void wait(std::vector<Ended>& ended, int timeout_ms = 1000);
+  // From any thread: a wait() in progress (or the next one) returns now.
+  void wake();
+
+ private:
+  struct State;
+  size_t connections_;
+  std::unique_ptr<State> state_;
+};
 
 // Whether the address answers (HTTP 2xx) for a ranged read of its first byte; for doctor. Never throws: false, with
 // `why` set, when it does not.

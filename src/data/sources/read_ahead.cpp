@@ -1,9 +1,44 @@
 #include "trainer/data/sources/read_ahead.hpp"
 
+#include <algorithm>
+
 namespace trainer {
 
-ReadAhead::ReadAhead(Fetch fetch, size_t threads, uint64_t max_bytes)
-    : fetch_(std::move(fetch)), thread_count_(threads), max_bytes_(max_bytes) {}
+namespace {
+
+// A Fetch as a Transport: each fetch runs in start(), on the read-ahead's thread, one at a time.
+class FetchOneAtATime : public ReadAhead::Transport {
+ public:
+  explicit FetchOneAtATime(ReadAhead::Fetch fetch) : fetch_(std::move(fetch)) {}
+  size_t slots() const override { return 1; }
+  bool start(size_t key, std::vector<uint8_t> buffer) override {
+    Ended e{key, true, std::move(buffer)};
+    try {
+      fetch_(key, e.bytes);
+    } catch (...) {
+      e.ok = false;  // its worker reads it, with the retries and the error a failure deserves
+    }
+    ended_.push_back(std::move(e));
+    return true;
+  }
+  void wait(std::vector<Ended>& ended) override {
+    for (Ended& e : ended_) ended.push_back(std::move(e));
+    ended_.clear();
+  }
+  void wake() override {}
+
+ private:
+  ReadAhead::Fetch fetch_;
+  std::vector<Ended> ended_;
+};
+
+}  // namespace
+
+ReadAhead::ReadAhead(std::unique_ptr<Transport> transport, uint64_t max_bytes)
+    : transport_(std::move(transport)), max_bytes_(max_bytes) {}
+
+ReadAhead::ReadAhead(Fetch fetch, uint64_t max_bytes)
+    : ReadAhead(std::make_unique<FetchOneAtATime>(std::move(fetch)), max_bytes) {}
 
 ReadAhead::~ReadAhead() {
   {
@@ -11,11 +46,12 @@ ReadAhead::~ReadAhead() {
     stopping_ = true;
   }
   work_ready_.notify_all();
-  for (auto& t : threads_) t.join();
+  transport_->wake();
+  if (thread_.joinable()) thread_.join();
 }
 
 void ReadAhead::request(const std::vector<size_t>& keys) {
-  if (thread_count_ == 0) return;
+  if (transport_->slots() == 0) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t key : keys) {
@@ -26,9 +62,10 @@ void ReadAhead::request(const std::vector<size_t>& keys) {
       queue_.push_back(key);
       ++counts_.requested;
     }
-    while (threads_.size() < thread_count_) threads_.emplace_back([this] { work(); });
+    if (!thread_.joinable()) thread_ = std::thread([this] { work(); });
   }
   work_ready_.notify_all();
+  transport_->wake();  // a wait() in progress returns to start the new keys
 }
 
 bool ReadAhead::take(size_t key, std::vector<uint8_t>& out) {
@@ -52,7 +89,7 @@ bool ReadAhead::take(size_t key, std::vector<uint8_t>& out) {
   held_bytes_ -= out.size();
   // The reader's previous buffer is kept for a later fetch: a fresh one per image would come from the kernel,
   // zeroed a page fault at a time.
-  if (spares_.size() < thread_count_ * 2) spares_.push_back(std::move(it->second.bytes));
+  if (spares_.size() < transport_->slots() * 2) spares_.push_back(std::move(it->second.bytes));
   entries_.erase(it);
   ++counts_.taken;
   return true;
@@ -81,43 +118,60 @@ void ReadAhead::evict_over_limit() {
   }
 }
 
+void ReadAhead::finish(Transport::Ended& ended) {
+  const auto it = entries_.find(ended.key);  // a fetching entry is only ever changed by this thread
+  if (it == entries_.end() || it->second.state != State::fetching) return;
+  if (ended.ok) {
+    held_bytes_ += ended.bytes.size();
+    it->second.bytes = std::move(ended.bytes);
+    it->second.state = State::done;
+    done_order_.emplace_back(ended.key, it->second.serial);
+    ++counts_.fetched;
+    evict_over_limit();
+  } else {
+    entries_.erase(it);
+    ++counts_.failed;
+  }
+}
+
 void ReadAhead::work() {
+  std::vector<Transport::Ended> ended;
   std::unique_lock<std::mutex> lock(mutex_);
-  while (true) {
-    work_ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (stopping_) return;
-    const size_t key = queue_.front();
-    queue_.pop_front();
-    auto it = entries_.find(key);
-    if (it == entries_.end() || it->second.state != State::queued) continue;  // claimed by its worker
-    it->second.state = State::fetching;
-    const uint64_t serial = it->second.serial;
-    std::vector<uint8_t> bytes;
-    if (!spares_.empty()) {
-      bytes = std::move(spares_.back());
-      spares_.pop_back();
+  while (!stopping_) {
+    // Start queued keys while a slot is free, oldest first; keys their workers claimed meanwhile are gone.
+    while (in_flight_ < transport_->slots() && !queue_.empty()) {
+      const size_t key = queue_.front();
+      queue_.pop_front();
+      const auto it = entries_.find(key);
+      if (it == entries_.end() || it->second.state != State::queued) continue;
+      it->second.state = State::fetching;
+      std::vector<uint8_t> buffer;
+      if (!spares_.empty()) {
+        buffer = std::move(spares_.back());
+        spares_.pop_back();
+      }
+      lock.unlock();
+      const bool started = transport_->start(key, std::move(buffer));
+      lock.lock();
+      if (started) {
+        ++in_flight_;
+        continue;
+      }
+      entries_.erase(key);  // not fetched ahead: a take() waiting on it returns false, and its reader reads it
+      ++counts_.failed;
+      fetch_done_.notify_all();
+    }
+    if (in_flight_ == 0) {
+      work_ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      continue;
     }
     lock.unlock();
-    bool ok = true;
-    try {
-      fetch_(key, bytes);
-    } catch (...) {
-      ok = false;  // its worker reads it, with the retries and the error a failure deserves
-    }
+    ended.clear();
+    transport_->wait(ended);
     lock.lock();
-    it = entries_.find(key);  // a fetching entry is only ever changed by the thread fetching it
-    if (ok) {
-      held_bytes_ += bytes.size();
-      it->second.bytes = std::move(bytes);
-      it->second.state = State::done;
-      done_order_.emplace_back(key, serial);
-      ++counts_.fetched;
-      evict_over_limit();
-    } else {
-      entries_.erase(it);
-      ++counts_.failed;
-    }
-    fetch_done_.notify_all();
+    for (Transport::Ended& e : ended) finish(e);
+    in_flight_ -= std::min(in_flight_, ended.size());
+    if (!ended.empty()) fetch_done_.notify_all();
   }
 }
 

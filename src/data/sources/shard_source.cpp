@@ -28,6 +28,41 @@ namespace {
 // images take a few tens of MB; this bounds a pipeline that stopped with fetched images unread.
 constexpr uint64_t kReadAheadBytes = uint64_t{256} << 20;
 
+// The read-ahead's fetches: image members' ranges, data.shards.read_ahead of them in flight on the read-ahead's one
+// thread. A shard that reads from its copy in the cache by now is left to the workers (a disk read).
+class ShardRanges : public ReadAhead::Transport {
+ public:
+  ShardRanges(const std::vector<std::shared_ptr<const ShardFile>>& shards, const std::vector<ShardAddress>& addresses,
+              size_t connections)
+      : shards_(shards), addresses_(addresses), ranges_(connections, one_try()) {}
+  size_t slots() const override { return ranges_.connections(); }
+  bool start(size_t key, std::vector<uint8_t> buffer) override {
+    const ShardAddress& a = addresses_.at(key);
+    const ShardFile& shard = *shards_.at(a.shard);
+    if (a.size == 0 || !shard.read_remotely()) return false;
+    ranges_.start(key, shard.location(), a.offset, a.size, std::move(buffer));
+    return true;
+  }
+  void wait(std::vector<Ended>& ended) override {
+    done_.clear();
+    ranges_.wait(done_);
+    for (ConcurrentRanges::Ended& d : done_)
+      ended.push_back({static_cast<size_t>(d.tag), d.error.empty(), std::move(d.bytes)});
+  }
+  void wake() override { ranges_.wake(); }
+
+ private:
+  static HttpOptions one_try() {
+    HttpOptions options;
+    options.attempts = 1;
+    return options;
+  }
+  const std::vector<std::shared_ptr<const ShardFile>>& shards_;
+  const std::vector<ShardAddress>& addresses_;
+  ConcurrentRanges ranges_;
+  std::vector<ConcurrentRanges::Ended> done_;
+};
+
 }  // namespace
 
 ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const ShardFile>> shards, FileList keys,
@@ -44,12 +79,8 @@ ShardSource::ShardSource(std::string root, std::vector<std::shared_ptr<const Sha
   if (!copies.empty()) copier_ = std::make_unique<ShardCopier>(opening_.cache, opening_.cache_limit, std::move(copies));
   const bool remote = std::any_of(shards_.begin(), shards_.end(), [](const auto& s) { return s->remote(); });
   if (!remote || read_ahead == 0) return;
-  read_ahead_ = std::make_unique<ReadAhead>(
-      [this](size_t i, std::vector<uint8_t>& out) {
-        const ShardAddress& a = addresses_.at(i);
-        shards_[a.shard]->read(a.offset, a.size, out, /*retry=*/false);
-      },
-      read_ahead, kReadAheadBytes);
+  read_ahead_ =
+      std::make_unique<ReadAhead>(std::make_unique<ShardRanges>(shards_, addresses_, read_ahead), kReadAheadBytes);
 }
 
 void ShardSource::prefetch(const std::vector<size_t>& indices) const {

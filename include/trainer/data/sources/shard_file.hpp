@@ -35,6 +35,8 @@ class ShardFile {
 
   const std::string& location() const { return location_; }
   bool remote() const { return remote_; }
+  // An address whose reads still go over the network (no local copy in use yet).
+  bool read_remotely() const { return remote_ && copy_.load(std::memory_order_acquire) == nullptr; }
   // A local shard's size; 0 for an address.
   uint64_t size() const;
 
