@@ -31,13 +31,13 @@ std::string range_text(uint64_t offset, uint64_t size) {
 
 namespace {
 
-// One easy handle per thread: libcurl keeps its connection open, so the next request to the host skips the
-// handshake.
 bool curl_ready() {
   static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);  // once, before any transfer
   return global == CURLE_OK;
 }
 
+// One easy handle per thread: libcurl keeps its connection open, so the next request to the host skips the
+// handshake.
 class ThreadHandle {
  public:
   ThreadHandle() {

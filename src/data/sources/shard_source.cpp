@@ -34,7 +34,7 @@ class ShardRanges : public ReadAhead::Transport {
  public:
   ShardRanges(const std::vector<std::shared_ptr<const ShardFile>>& shards, const std::vector<ShardAddress>& addresses,
               size_t connections)
-      : shards_(shards), addresses_(addresses), ranges_(connections, one_try()) {}
+      : shards_(shards), addresses_(addresses), ranges_(connections) {}
   size_t slots() const override { return ranges_.connections(); }
   bool start(size_t key, std::vector<uint8_t> buffer) override {
     const ShardAddress& a = addresses_.at(key);
@@ -52,11 +52,6 @@ class ShardRanges : public ReadAhead::Transport {
   void wake() override { ranges_.wake(); }
 
  private:
-  static HttpOptions one_try() {
-    HttpOptions options;
-    options.attempts = 1;
-    return options;
-  }
   const std::vector<std::shared_ptr<const ShardFile>>& shards_;
   const std::vector<ShardAddress>& addresses_;
   ConcurrentRanges ranges_;
