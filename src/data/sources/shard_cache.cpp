@@ -189,18 +189,19 @@ ShardCopier::Counts ShardCopier::counts() const {
 std::string ShardCopier::take_news() {
   const Counts now = counts();
   std::string news;
+  const auto add = [&](const std::string& part) { news += (news.empty() ? "" : "; ") + part; };
   if (now.copied > reported_.copied)
-    news = std::to_string(now.copied - reported_.copied) + " more shard(s) copied into the cache " + folder_.string() +
-           " (" + std::to_string(now.copied) + " of the " + std::to_string(jobs_.size()) + " to copy)";
+    add(std::to_string(now.copied - reported_.copied) + " more shard(s) copied into the cache " + folder_.string() +
+        " (" + std::to_string(now.copied) + " of the " + std::to_string(jobs_.size()) + " to copy)");
   if (now.failed > reported_.failed)
-    news += (news.empty() ? "" : "; ") + std::to_string(now.failed - reported_.failed) +
-            " shard(s) not copied (read by ranges instead), the first: " + now.first_failure;
+    add(std::to_string(now.failed - reported_.failed) +
+        " shard(s) not copied (read by ranges instead), the first: " + now.first_failure);
   if (!now.lock_problem.empty() && reported_.lock_problem.empty())
-    news += (news.empty() ? "" : "; ") + std::string("the cache's lock file could not be used (") + now.lock_problem +
-            "): other processes may copy the same shards at the same time";
+    add("the cache's lock file could not be used (" + now.lock_problem +
+        "): other processes may copy the same shards at the same time");
   if (now.skipped > reported_.skipped)
-    news += (news.empty() ? "" : "; ") + std::to_string(now.skipped - reported_.skipped) +
-            " shard(s) left out: the cache folder would pass data.shards.cache_mb (" + megabytes(limit_) + ")";
+    add(std::to_string(now.skipped - reported_.skipped) +
+        " shard(s) left out: the cache folder would pass data.shards.cache_mb (" + megabytes(limit_) + ")");
   reported_ = now;
   return news;
 }
