@@ -88,11 +88,13 @@ if [[ -z $build ]]; then
   torch_cmake=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
   log "LibTorch $("$python" -c 'import torch; print(torch.__version__, torch.version.cuda)'), building"
   # Everything besides LibTorch and CUDA from the kit, named explicitly; no downloads or ONNX export are checked
-  # there, so libcurl and ONNX are left out rather than found in whatever the machine has.
+  # there, so libcurl and ONNX are left out rather than found in whatever the machine has. The cuda tests are asked
+  # for by name: CMake builds them by default only with a CUDA LibTorch, and the dry run's is the CPU one.
   if within cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINER_PYTHON="$(command -v "$python")" \
        -DCMAKE_PREFIX_PATH="$kit/usr;$torch_cmake" -DZLIB_ROOT="$kit/usr/opencv" \
        -DJPEG_INCLUDE_DIR="$kit/usr/opencv/include" -DJPEG_LIBRARY="$kit/usr/opencv/lib/libjpeg.a" \
-       -DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON >"$out/configure.log" 2>&1 &&
+       -DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON -DTRAINER_CUDA_TESTS=ON \
+       >"$out/configure.log" 2>&1 &&
      within cmake --build "$work/build" --target trainer trainer_cuda_tests -- -k 0 >"$out/build.log" 2>&1; then
     record ok "{\"torch\": \"$("$python" -c 'import torch; print(torch.__version__)')\", \"gpu\": $(json_string "$gpu_name")}"
   else

@@ -34,7 +34,16 @@ DecodeChoice choose_decode(const Config& c, const torch::Device& device, bool nv
 
 RunDecoder open_run_decoder(const Config& c, const torch::Device& device, std::shared_ptr<spdlog::logger> log) {
   RunDecoder d{choose_decode(c, device, nvjpeg_built()), nullptr};
-  if (d.choice.gpu()) d.decoder = make_batch_decoder(DecodeDevice::cuda, device, std::move(log));
+  if (!d.choice.gpu()) return d;
+  try {
+    d.decoder = make_batch_decoder(DecodeDevice::cuda, device, log);
+  } catch (const TrainError& e) {
+    // auto takes the GPU where it can: nvJPEG that cannot be opened (a driver too old for it, say) leaves the
+    // decode to the CPU, said once; data.decode cuda asked for nvJPEG, so there it ends the run, naming the call.
+    if (c.data.decode != DecodeDevice::automatic) throw;
+    d.choice = {DecodeDevice::cpu, "cpu (data.decode auto: " + e.message() + ")"};
+    if (log) log->warn("decode: {}", d.choice.reason);
+  }
   return d;
 }
 

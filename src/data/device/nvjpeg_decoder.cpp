@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trainer/data/device/batch_decoder.hpp"
+#include "trainer/data/device/nvjpeg_fallbacks.hpp"
 #include "trainer/util/error.hpp"
 
 namespace trainer {
@@ -39,12 +40,6 @@ std::string status_text(nvjpegStatus_t s) {
 void check(nvjpegStatus_t s, const char* call) {
   if (s != NVJPEG_STATUS_SUCCESS) throw TrainError(std::string("nvJPEG: ") + call + " failed: " + status_text(s));
 }
-
-// Batched calls one decode() may make while it splits a batch nvJPEG failed on (a damaged file costs about
-// 2 log2(batch) of them); what is left when they run out goes to the CPU.
-constexpr int kCallsPerBatch = 64;
-// Batches that failed with crop regions and decoded whole before crop regions are given up for the run.
-constexpr int kRegionRefusalsTolerated = 3;
 
 // The region nvJPEG decodes for a plan, in source pixels: a training crop's box widened to 16-pixel (MCU)
 // boundaries (the decoder starts at whole blocks; render_decoded_all() cuts the exact box), or the whole image for
@@ -80,18 +75,25 @@ class NvjpegDecoder final : public BatchDecoder {
   NvjpegDecoder(const torch::Device& device, std::shared_ptr<spdlog::logger> log, NvjpegBackend backend)
       : device_(device.index() < 0 ? torch::Device(torch::kCUDA, 0) : device), log_(std::move(log)) {
     const c10::cuda::CUDAGuard guard(device_);
-    // Damaged scan data is an error, not an image "decoded" from what the engine made of it.
-    unsigned int flags = 0;
-#ifdef NVJPEG_FLAGS_BITSTREAM_STRICT
-    flags |= NVJPEG_FLAGS_BITSTREAM_STRICT;
-#endif
     // The JPEG engines first (A100, H100, H200: nvJPEG decodes the batch there, a crop's region only); GPUs
     // without them (consumer cards) say so with ARCH_MISMATCH and get the hybrid GPU decoder.
-    if (backend == NvjpegBackend::automatic) open_hardware(flags);
+    if (backend == NvjpegBackend::automatic) {
+      const BackendOpening hardware = open_backend(steps(NVJPEG_BACKEND_HARDWARE), "the hardware backend");
+      hardware_ = hardware.opened;
+      note_ = hardware.note;
+      if (log_ && hardware.warn)
+        log_->warn(hardware.opened ? "decode: nvJPEG's hardware backend runs {}"
+                                   : "decode: nvJPEG's hardware backend could not be used ({}); decoding on the hybrid "
+                                     "GPU backend",
+                   hardware.note);
+    }
     if (!hardware_) {
-      check(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, flags, &handle_),
-            "nvjpegCreateEx (hybrid backend)");
-      check(nvjpegJpegStateCreate(handle_, &state_), "nvjpegJpegStateCreate");
+      const BackendOpening hybrid = open_backend(steps(NVJPEG_BACKEND_GPU_HYBRID), "the hybrid backend");
+      if (!hybrid.opened)
+        throw TrainError("nvJPEG on " + device_.str() + ": " + hybrid.note + (note_.empty() ? "" : "; " + note_));
+      if (log_ && hybrid.warn) log_->warn("decode: nvJPEG's hybrid backend runs {}", hybrid.note);
+      if (!hybrid.note.empty())
+        note_ += (note_.empty() ? "the hybrid backend runs " : "; the hybrid backend runs ") + hybrid.note;
     }
   }
   ~NvjpegDecoder() override {
@@ -111,7 +113,7 @@ class NvjpegDecoder final : public BatchDecoder {
   std::string describe() const override {
     return std::string("nvJPEG on ") + device_.str() +
            (hardware_ ? ", hardware backend (the GPU's JPEG engines, crop regions only)" : ", hybrid GPU backend") +
-           (hardware_note_.empty() ? "" : " (" + hardware_note_ + ")");
+           (note_.empty() ? "" : " (" + note_ + ")");
   }
 
   // In a loader worker: the header parsed and the support check made with a stream of the worker's own (a
@@ -142,32 +144,32 @@ class NvjpegDecoder final : public BatchDecoder {
   void decode(ImageBatch& batch, const BadSlots& bad) override {
     const c10::cuda::CUDAGuard guard(device_);
     last_stream_ = at::cuda::getCurrentCUDAStream(device_.index()).stream();
-    std::vector<Job> jobs;
+    const bool regions = hardware_ && retry_.regions();
+    std::vector<size_t> slots;
+    bool planned_regions = false;
     for (size_t b = 0; b < batch.encoded.size(); ++b) {
       const EncodedImage& e = batch.encoded[b];
-      if (e.deferred()) jobs.push_back({b, hardware_ && regions_ && e.crop_region ? region_of(e) : whole_image(e)});
+      if (!e.deferred()) continue;
+      slots.push_back(b);
+      planned_regions = planned_regions || (regions && e.crop_region && !(region_of(e) == whole_image(e)));
     }
-    // What the GPU leaves to the CPU path, one image at a time: a damaged file fails there too and is named.
-    std::vector<size_t> cpu;
-    calls_left_ = kCallsPerBatch;
-    if (!jobs.empty() && !decode_on_gpu(batch, jobs, cpu)) {
-      const bool had_regions = std::any_of(
-          jobs.begin(), jobs.end(), [&](const Job& j) { return !(j.region == whole_image(batch.encoded[j.slot])); });
-      for (Job& j : jobs) j.region = whole_image(batch.encoded[j.slot]);
-      if (had_regions && decode_on_gpu(batch, jobs, cpu)) {
-        // The regions were what failed, not a file: after a few such batches, whole images for the rest of the run.
-        if (++region_refusals_ == kRegionRefusalsTolerated) {
-          regions_ = false;
-          if (log_)
-            log_->warn("decode: nvJPEG failed {} batches with crop regions that it decoded whole; decoding whole "
-                       "images from now on",
-                       region_refusals_);
-        }
-      } else {
-        // A damaged file among them, most likely: the halves on their own, down to the image that fails.
-        split_on_gpu(batch, std::move(jobs), cpu);
+    // What the GPU leaves to the CPU path, one image at a time: a damaged file fails there too and is named. Images
+    // a call left unwritten join those no call decoded.
+    std::vector<size_t> blank;
+    std::vector<size_t> cpu = retry_.run(slots, planned_regions, [&](const std::vector<size_t>& these, bool whole) {
+      std::vector<Job> jobs;
+      for (const size_t b : these) {
+        const EncodedImage& e = batch.encoded[b];
+        jobs.push_back({b, regions && !whole && e.crop_region ? region_of(e) : whole_image(e)});
       }
-    }
+      return decode_on_gpu(batch, jobs, blank);
+    });
+    if (regions && !retry_.regions() && log_)
+      log_->warn(
+          "decode: nvJPEG failed {} batches with crop regions that it decoded whole; decoding whole images "
+          "from now on",
+          retry_.region_refusals());
+    cpu.insert(cpu.end(), blank.begin(), blank.end());
     const auto failed = static_cast<int64_t>(finish_on_cpu(batch, cpu, bad));
     cpu_ += static_cast<int64_t>(cpu.size()) - failed;
     failed_ += failed;
@@ -216,53 +218,45 @@ class NvjpegDecoder final : public BatchDecoder {
           "nvjpegDecodeParamsSetROI");
   }
 
-  // The hardware backend, with the strict flag and then (an nvJPEG or driver that refuses the flag there) without
-  // it; what failed is logged and kept for describe(). ARCH_MISMATCH is a GPU without JPEG engines.
-  void open_hardware(unsigned int flags) {
-    const nvjpegStatus_t strict = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &handle_);
-    nvjpegStatus_t created = strict;
-    if (strict != NVJPEG_STATUS_SUCCESS && strict != NVJPEG_STATUS_ARCH_MISMATCH && flags != 0) {
-      handle_ = nullptr;
-      created = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle_);
-      if (created == NVJPEG_STATUS_SUCCESS)
-        hardware_note_ = "without BITSTREAM_STRICT, which nvjpegCreateEx refused: " + status_text(strict);
-    }
-    if (created != NVJPEG_STATUS_SUCCESS) {
-      handle_ = nullptr;
-      hardware_note_ = strict == NVJPEG_STATUS_ARCH_MISMATCH ? "this GPU has no JPEG engines"
-                                                              : "the hardware backend failed at nvjpegCreateEx: " +
-                                                                    status_text(strict);
-    } else if (const nvjpegStatus_t s = nvjpegJpegStateCreate(handle_, &state_); s != NVJPEG_STATUS_SUCCESS) {
+  // The nvJPEG calls that open `backend` (open_backend() decides their order), on handle_ and state_.
+  BackendSteps steps(nvjpegBackend_t backend) {
+    BackendSteps s;
+    // Damaged scan data is an error, not an image "decoded" from what the engine made of it.
+#ifdef NVJPEG_FLAGS_BITSTREAM_STRICT
+    s.strict_flag = true;
+#else
+    s.strict_flag = false;
+#endif
+    const auto step = [backend](nvjpegStatus_t status) {
+      return NvjpegStep{status == NVJPEG_STATUS_SUCCESS,
+                        backend == NVJPEG_BACKEND_HARDWARE && status == NVJPEG_STATUS_ARCH_MISMATCH,
+                        status_text(status)};
+    };
+    s.create = [this, backend, step](bool strict) {
+      unsigned int flags = 0;
+#ifdef NVJPEG_FLAGS_BITSTREAM_STRICT
+      if (strict) flags |= NVJPEG_FLAGS_BITSTREAM_STRICT;
+#endif
+      const nvjpegStatus_t status = nvjpegCreateEx(backend, nullptr, nullptr, flags, &handle_);
+      if (status != NVJPEG_STATUS_SUCCESS) handle_ = nullptr;
+      return step(status);
+    };
+    s.create_state = [this, step] {
+      const nvjpegStatus_t status = nvjpegJpegStateCreate(handle_, &state_);
+      if (status != NVJPEG_STATUS_SUCCESS) state_ = nullptr;
+      return step(status);
+    };
+    s.destroy = [this] {
       nvjpegDestroy(handle_);
       handle_ = nullptr;
-      state_ = nullptr;
-      hardware_note_ = "the hardware backend failed at nvjpegJpegStateCreate: " + status_text(s);
-    } else {
-      hardware_ = true;
-    }
-    if (log_ && !hardware_ && strict != NVJPEG_STATUS_ARCH_MISMATCH)
-      log_->warn("decode: nvJPEG's hardware backend could not be used ({}); decoding on the hybrid GPU backend",
-                 hardware_note_);
-  }
-
-  // `jobs`, which failed as one batched call, in halves, each half on its own and split again when it fails, so
-  // that a damaged file sends itself to the CPU rather than its whole batch; what still fails alone, or is left
-  // when the batch's calls run out, goes to `cpu`.
-  void split_on_gpu(ImageBatch& batch, std::vector<Job> jobs, std::vector<size_t>& cpu) {
-    if (jobs.size() < 2 || calls_left_ <= 0) {
-      for (const Job& j : jobs) cpu.push_back(j.slot);
-      return;
-    }
-    const auto middle = jobs.begin() + static_cast<std::ptrdiff_t>(jobs.size() / 2);
-    for (std::vector<Job> half : {std::vector<Job>(jobs.begin(), middle), std::vector<Job>(middle, jobs.end())})
-      if (!decode_on_gpu(batch, half, cpu)) split_on_gpu(batch, std::move(half), cpu);
+    };
+    return s;
   }
 
   // One batched call, the check for images left unwritten (decoded by the CPU instead: their slots join `cpu`),
   // then the renders; false when nvJPEG fails on the batch (a damaged file among them, or a region it refuses),
   // with nothing of it left running.
   bool decode_on_gpu(ImageBatch& batch, const std::vector<Job>& jobs, std::vector<size_t>& cpu) {
-    --calls_left_;
     const size_t n = jobs.size();
     int64_t total = 0, widest = 0, tallest = 0;
     for (const Job& j : jobs) {
@@ -350,8 +344,8 @@ class NvjpegDecoder final : public BatchDecoder {
         cpu.push_back(jobs[i].slot);
         continue;
       }
-      regions.push_back({pixels.narrow(0, offsets[i], sizes[i]).view({r.height, r.width, 3}), r.top, r.left,
-                         jobs[i].slot});
+      regions.push_back(
+          {pixels.narrow(0, offsets[i], sizes[i]).view({r.height, r.width, 3}), r.top, r.left, jobs[i].slot});
       // The bitstream stays alive until the next batched call has waited for this one.
       kept_.push_back(std::move(batch.encoded[jobs[i].slot].bytes));
     }
@@ -360,9 +354,10 @@ class NvjpegDecoder final : public BatchDecoder {
     blank_ += static_cast<int64_t>(blank.size());
     if (!blank.empty() && log_ && !blank_logged_) {
       blank_logged_ = true;
-      log_->warn("decode: nvJPEG reported {} of a batch of {} images decoded but left them unwritten; those are "
-                 "decoded by the CPU, counted as decode_blank",
-                 blank.size(), n);
+      log_->warn(
+          "decode: nvJPEG reported {} of a batch of {} images decoded but left them unwritten; those are "
+          "decoded by the CPU, counted as decode_blank",
+          blank.size(), n);
     }
     return true;
   }
@@ -386,15 +381,13 @@ class NvjpegDecoder final : public BatchDecoder {
   mutable std::mutex checkers_mutex_;         // the workers' checkers: all made so far, and those not in use
   mutable std::vector<Checker> checkers_, idle_checkers_;
   std::vector<std::vector<uint8_t>> kept_;  // the last batch's bitstreams, until the next call has waited for it
-  bool regions_ = true;                     // decode crop regions (until the hardware refuses a batch of them)
+  BatchRetry retry_;                        // how failed batched calls are retried; whether crop regions still are
   int initialized_for_ = -1;                // the batch size nvjpegDecodeBatchedInitialize was last called with
   Allocated allocated_;                     // what nvjpegDecodeBatchedPreAllocate was last asked for
   bool failure_logged_ = false;
   bool blank_logged_ = false;
-  std::string hardware_note_;         // why the hardware backend is not used, or is used without the strict flag
+  std::string note_;  // why the hardware backend is not used, or a backend is used without the strict flag
   cudaStream_t last_stream_ = nullptr;  // the stream decode() last queued work on
-  int calls_left_ = 0;                // batched calls the current decode() may still make
-  int region_refusals_ = 0;           // batches that failed with crop regions and decoded whole
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Where a run decodes its JPEGs (data.decode), decided once when the session starts and logged once:
 //   cpu  -> the CPU;
 //   cuda -> the GPU, or a config error (exit 2) when this build has no nvJPEG or the run is not on CUDA;
-//   auto -> the GPU when this build has nvJPEG and the run is on CUDA, else the CPU.
+//   auto -> the GPU when this build has nvJPEG and the run is on CUDA, else the CPU (and the CPU, with a warning,
+//           when nvJPEG cannot be opened there).
 // The pixel policies (AutoAugment family, ColorJitter) work on Pillow-exact pixels on the CPU, so with one of
 // them the run decodes on the CPU, for cuda as well as auto, and the reason says so.
 // A run (training, eval, bench data) opens its one decoder here: the choice, and the decoder it calls for.
