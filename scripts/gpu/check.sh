@@ -202,8 +202,9 @@ torch_step() {  # DTYPE LIMIT
   begin "torch_step_$1" "$2"
   local ref=(--device cuda --arch resnet50 --size 224 --batch 256 --channels-last --amp "$1" --warmup 10 --steps 30
              --profile-steps 5)
+  # On the CPU, as many threads as ours (PyTorch's default is the physical cores: half of them with SMT).
   [[ $cpu == 1 ]] && ref=(--device cpu --arch resnet50 --size 64 --batch 8 --channels-last --amp bfloat16 --warmup 1
-                          --steps 2 --profile-steps 1)
+                          --steps 2 --profile-steps 1 --threads "$(nproc)")
   if within "$python" scripts/bench/resnet_step.py "${ref[@]}" >"$out/torch-step-$1.json" 2>"$out/torch-step-$1.err"; then
     record ok "$(tail -1 "$out/torch-step-$1.json")"
   else

@@ -374,11 +374,11 @@ TEST(Shards, PipeShardsRunOnlyWithAllowPipeAreCopiedOnceAndTrainAsOnDisk) {
             std::string::npos)
       << piped.output;
   expect_same_weights(f.dir / "disk" / "last.pt", f.dir / "piped" / "last.pt", {28, 28, 3});
-  size_t copies = 0, indexes = 0;
+  size_t copies = 0, indexes = 0, locks = 0;
   for (const auto& e : fs::directory_iterator(cache)) {
     const std::string name = e.path().filename().string();
-    if (e.path().extension() == ".idx") {
-      ++indexes;
+    if (e.path().extension() == ".idx" || e.path().extension() == ".lock") {
+      ++(e.path().extension() == ".idx" ? indexes : locks);
       continue;
     }
     ASSERT_EQ(e.path().extension(), ".tar") << name;  // no temporary file left
@@ -388,6 +388,7 @@ TEST(Shards, PipeShardsRunOnlyWithAllowPipeAreCopiedOnceAndTrainAsOnDisk) {
   }
   EXPECT_EQ(copies, train_shards + val_shards);
   EXPECT_EQ(indexes, copies);
+  EXPECT_EQ(locks, copies);  // each shard's turn (the ranks of a machine run its command once)
 
   // The commands' files gone, a later start reads the copies: the same weights.
   fs::remove_all(source);
@@ -413,7 +414,8 @@ TEST(Shards, PipeShardsRunOnlyWithAllowPipeAreCopiedOnceAndTrainAsOnDisk) {
               open_shards(data, true, 3, 3);
             }).find("data: " + data.shards.train + ": tar header at offset 0: the member's "),
             std::string::npos);
-  EXPECT_TRUE(fs::is_empty(f.dir / "cache2"));
+  for (const auto& e : fs::directory_iterator(f.dir / "cache2"))  // the shards' locks, no copy or temporary
+    EXPECT_EQ(e.path().extension(), ".lock") << e.path();
 }
 
 // data.shards.cache_mb against the loopback server: the first shards in list order that fit under the limit are

@@ -3,12 +3,15 @@
 // sample, pixel for pixel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "support/fixtures.hpp"
 #include "support/image_folder_fixture.hpp"
 #include "trainer/data/sources/folder_source.hpp"
+#include "trainer/data/sources/pipe_shard.hpp"
 #include "trainer/data/sources/shard_cache.hpp"
 #include "trainer/data/sources/shard_index.hpp"
 #include "trainer/data/sources/shard_list.hpp"
@@ -237,6 +240,36 @@ TEST(ShardCache, ACopysNameIsTheAddressDigestAndTheShardsName) {
   EXPECT_EQ(shard_copy_name("aws s3 cp 's3://b/tr@in 01.tar' -").substr(24), "-01.tar");
   EXPECT_EQ(shard_copy_name("curl -s https://h/x/v@l-7.tar").substr(24), "-v_l-7.tar");
   EXPECT_EQ(shard_copy_name("make-a-shard").substr(24), ".tar");
+}
+
+// pipe: shards copied by several at once (the ranks of one machine; threads here) take turns per shard: the command
+// runs once, and every caller gets the one copy, byte for byte.
+TEST(ShardCache, PipeCopiesOfOneShardMadeAtOnceRunItsCommandOnce) {
+  TempDir dir;
+  const std::string tar = tar_of({{ustar_header("a.cls", 1), "3"}, {ustar_header("b.cls", 1), "5"}});
+  testing::write_text(dir / "shard.tar", tar);
+  const std::string location =
+      "pipe:sh -c 'echo run >> " + (dir / "runs").string() + "; sleep 0.3; cat " + (dir / "shard.tar").string() + "'";
+  std::vector<PipeShardCopy> copies(4);
+  std::vector<std::string> errors(copies.size());
+  std::vector<std::thread> callers;
+  for (size_t i = 0; i < copies.size(); ++i)
+    callers.emplace_back([&, i] {
+      try {
+        copies[i] = pipe_shard_copy(location, {true, (dir / "cache").string()});
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (std::thread& t : callers) t.join();
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(testing::read_text(dir / "runs"), "run\n");
+  EXPECT_EQ(std::count_if(copies.begin(), copies.end(), [](const PipeShardCopy& c) { return c.ran; }), 1);
+  for (const PipeShardCopy& copy : copies) {
+    EXPECT_EQ(copy.path, copies[0].path);
+    EXPECT_EQ(testing::read_text(copy.path), tar);
+  }
+  EXPECT_TRUE(fs::exists(copies[0].path.string() + ".lock"));
 }
 
 TEST(ShardList, BracePatternsListFilesAndFolders) {

@@ -1,12 +1,15 @@
 #include "trainer/data/sources/pipe_shard.hpp"
 
+#include <chrono>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 #include "trainer/data/sources/shard_cache.hpp"
 #include "trainer/data/sources/shard_index.hpp"
 #include "trainer/data/sources/tar_members.hpp"
 #include "trainer/platform/child_process.hpp"
+#include "trainer/platform/files.hpp"
 #include "trainer/util/atomic_file.hpp"
 #include "trainer/util/error.hpp"
 
@@ -36,6 +39,15 @@ PipeShardCopy pipe_shard_copy(const std::string& location, const PipeShards& pip
   if (fs::is_regular_file(copy.path, ec)) return copy;  // copied by an earlier start
   fs::create_directories(folder, ec);
   if (ec) throw DataError(location + ": cannot create the shard cache " + folder.string() + ": " + ec.message());
+  // Processes opening the same shard at once (the ranks of one machine) take turns, so that its command runs once:
+  // one that waited finds the copy made. The lock is the shard's own, not the folder's, so an opening's parallel
+  // copies of different shards still run together; where the file system has no locks, each runs the command.
+  FileLock turn;
+  bool held = false;
+  // Held by another: wait (a command takes far longer than a poll). An error (no locks there) ends the wait too.
+  while (!turn.try_lock(copy.path.string() + ".lock", held) && !held)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (fs::is_regular_file(copy.path, ec)) return copy;
 
   TarMemberStream tar(location);
   std::vector<TarMember> members;

@@ -25,7 +25,9 @@ struct PipeShardCopy {
 };
 
 // The copy of `location`'s shard, made by running its command unless the cache holds it. The bytes are checked as a
-// tar as they arrive; only a command that ends with exit code 0 after a whole tar leaves a copy. Throws DataError
+// tar as they arrive; only a command that ends with exit code 0 after a whole tar leaves a copy. Callers copying the
+// same shard at once (threads, or processes sharing the cache) wait for one another: the command runs once, and
+// "<copy>.lock" stays beside the copy. Throws DataError
 // naming the address: without --allow-pipe, no cache folder, a command that cannot start or fails (how it ended, the
 // bytes it gave), output that is not a whole tar, or a copy that cannot be written.
 PipeShardCopy pipe_shard_copy(const std::string& location, const PipeShards& pipes);
