@@ -12,6 +12,7 @@ import json
 import os
 import struct
 import sys
+import tarfile
 import zipfile
 from collections import OrderedDict
 
@@ -144,3 +145,30 @@ put("download", "name", b"resnet50-11ad3fa6.pth")
 
 put("glob", "freeze", b"layer4.*.bn?.*\nfc.*\0layer4.0.bn1.weight")
 put("glob", "sets", b"[!a-z]x[a-c]\\*\0" + b"1xb*")
+
+# A remote shard's listing in the cache (shard_listing.hpp): a tar of its index, the kept members' table and bytes.
+def ustar(members):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), 0
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+listing_index = b"v1.2 2\njpg 512 100 a.jpg cls 1024 1 a.cls\njpg 1536 10 b/c.jpg cls 2048 2 b/c.cls\n"
+put("shard_listing", "two_samples_kept",
+    ustar([("index", listing_index), ("kept.txt", b"1024 1\n2048 2\n"), ("kept.bin", b"312")]))
+put("shard_listing", "nothing_kept", ustar([("index", listing_index), ("kept.txt", b""), ("kept.bin", b"")]))
+put("shard_listing", "stray_kept", ustar([("index", listing_index), ("kept.txt", b"7 1\n"), ("kept.bin", b"3")]))
+
+# An answer's header lines as libcurl hands them over (http_range.hpp): a range's, a redirect's then a whole file's.
+put("http_headers", "range_answer",
+    b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-0/48128\r\nETag: \"5f3a-bc00\"\r\n"
+    b"Last-Modified: Mon, 07 Dec 2026 10:00:00 GMT\r\nContent-Length: 1\r\n\r\n")
+put("http_headers", "redirect_then_whole",
+    b"HTTP/1.1 302 Found\r\nLocation: /x\r\nETag: \"old\"\r\n\r\nHTTP/2 200\r\ncontent-length: 48128\r\n"
+    b"etag: W/\"weak\"\r\nlast-modified: Mon, 07 Dec 2026 10:00:00 GMT\r\n\r\n")
+put("http_headers", "odd_numbers",
+    b"HTTP/1.1 206\r\nContent-Range: bytes 0-0/*\r\nContent-Length: 99999999999999999999999\r\nETag:\r\n:\r\n")

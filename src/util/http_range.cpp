@@ -1,6 +1,8 @@
 #include "trainer/util/http_range.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <exception>
 #include <thread>
@@ -16,6 +18,48 @@ namespace trainer {
 
 bool is_http_address(std::string_view location) {
   return location.substr(0, 7) == "http://" || location.substr(0, 8) == "https://";
+}
+
+std::string HttpValidators::text() const {
+  std::string t = std::to_string(size) + " bytes";
+  if (!etag.empty()) t += ", ETag " + etag;
+  if (!last_modified.empty()) t += ", Last-Modified " + last_modified;
+  return t;
+}
+
+namespace {
+
+uint64_t header_number(std::string_view text) {
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size() ? value : 0;
+}
+
+}  // namespace
+
+void HttpAnswerHeaders::add(std::string_view line) {
+  if (line.substr(0, 5) == "HTTP/") {  // a status line: a new answer (after a redirect or a 100 Continue)
+    *this = HttpAnswerHeaders{};
+    return;
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return;
+  std::string name(line.substr(0, colon));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view value = line.substr(colon + 1);
+  const size_t first = value.find_first_not_of(" \t"), last = value.find_last_not_of(" \t\r\n");
+  value = first == std::string_view::npos ? std::string_view() : value.substr(first, last - first + 1);
+  if (name == "etag") etag_ = value.substr(0, 2) == "W/" ? "" : std::string(value);  // a weak one promises no bytes
+  if (name == "last-modified") last_modified_ = std::string(value);
+  if (name == "content-length") length_ = header_number(value);
+  if (name == "content-range") {
+    const size_t slash = value.rfind('/');
+    total_ = slash == std::string_view::npos ? 0 : header_number(value.substr(slash + 1));  // "*": not known
+  }
+}
+
+HttpValidators HttpAnswerHeaders::validators(bool range) const {
+  return {range ? total_ : length_, etag_, last_modified_};
 }
 
 namespace {
@@ -110,6 +154,16 @@ void set_common_options(CURL* curl, const std::string& url, const HttpOptions& o
   }
 }
 
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  static_cast<HttpAnswerHeaders*>(user)->add(std::string_view(data, size * count));
+  return size * count;
+}
+
+void capture_headers(CURL* curl, HttpAnswerHeaders* headers) {
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, headers);
+}
+
 // An error status: 4xx (`final`: retrying cannot help) or 5xx; "" for any other.
 std::string status_problem(long status, bool& final) {
   if (status >= 400 && status < 500) final = true;
@@ -119,11 +173,12 @@ std::string status_problem(long status, bool& final) {
 // One request. Returns "" on success, else why it failed; `final` is set when retrying cannot help, `status` to the
 // answer's HTTP status (0: none).
 std::string request_once(CURL* curl, const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
-                         const HttpOptions& options, bool& final, long& status) {
+                         const HttpOptions& options, bool& final, long& status, HttpAnswerHeaders* headers = nullptr) {
   out.clear();
   if (size > 0) out.reserve(size);  // one allocation, not a doubling per 16 KB that curl hands over
   Body body{&out, size == 0 ? options.max_bytes : size, false};
   set_common_options(curl, url, options);
+  if (headers) capture_headers(curl, headers);
   const std::string range = std::to_string(offset) + "-" + std::to_string(offset + size - 1);
   if (size > 0) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
@@ -150,10 +205,14 @@ std::string request_once(CURL* curl, const std::string& url, uint64_t offset, ui
 struct Stream {
   const std::function<bool(const uint8_t*, size_t)>* sink = nullptr;
   CURL* curl = nullptr;
-  uint64_t offset = 0;   // bytes handed to the sink so far, over every request
-  bool resumed = false;  // this request asked for the bytes from `offset` on
-  bool stopped = false;  // the sink needs no more
-  bool refused = false;  // the answer's status was not the one asked for: its bytes were not handed on
+  uint64_t offset = 0;        // bytes handed to the sink so far, over every request
+  bool resumed = false;       // this request asked for the bytes from `offset` on
+  bool stopped = false;       // the sink needs no more
+  bool refused = false;       // the answer's status was not the one asked for: its bytes were not handed on
+  HttpAnswerHeaders headers;  // this request's answer
+  bool answered = false;      // this request's answer has sent bytes (its headers are complete)
+  HttpValidators first;       // the validators of the read's first answer
+  std::string changed;        // a resumed answer's validators, when they are not the first's
   std::exception_ptr error;
 };
 
@@ -164,6 +223,15 @@ size_t on_stream(char* data, size_t size, size_t count, void* user) {
   if (status != (s.resumed ? 206 : 200)) {  // an error page, or the whole file again for a resumed read
     s.refused = true;
     return 0;
+  }
+  if (!s.answered) {  // the first bytes of this answer: its headers are all in
+    s.answered = true;
+    const HttpValidators now = s.headers.validators(s.resumed);
+    if (!s.resumed) s.first = now;
+    else if (s.first.known() && now != s.first) {
+      s.changed = now.text();
+      return 0;
+    }
   }
   const size_t n = size * count;
   try {
@@ -181,13 +249,19 @@ std::string stream_once(CURL* curl, const std::string& url, Stream& stream, cons
   set_common_options(curl, url, options);
   const std::string range = std::to_string(stream.offset) + "-";
   stream.resumed = stream.offset > 0;
+  stream.answered = false;
   if (stream.resumed) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &stream);
+  capture_headers(curl, &stream.headers);
   const CURLcode result = curl_easy_perform(curl);
   status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   if (stream.error || stream.stopped) return "";
+  if (!stream.changed.empty()) {
+    final = true;
+    return "the file changed while it was read (first " + stream.first.text() + ", then " + stream.changed + ")";
+  }
   if (std::string why = status_problem(status, final); !why.empty()) return why;
   if (stream.resumed && status == 200) {
     final = true;
@@ -207,7 +281,7 @@ CURL* thread_curl(const std::string& url) {
 }  // namespace
 
 void http_stream(const std::string& url, const std::function<bool(const uint8_t*, size_t)>& sink,
-                 const HttpOptions& options) {
+                 const HttpOptions& options, HttpValidators* validators) {
   CURL* curl = thread_curl(url);
   Stream stream;
   stream.sink = &sink;
@@ -220,7 +294,10 @@ void http_stream(const std::string& url, const std::function<bool(const uint8_t*
     const uint64_t before = stream.offset;
     why = stream_once(curl, url, stream, options, final, status);
     if (stream.error) std::rethrow_exception(stream.error);
-    if (why.empty()) return;
+    if (why.empty()) {
+      if (validators) *validators = stream.first;
+      return;
+    }
     if (stopped(options)) throw DownloadError(url + ": stopped at byte " + std::to_string(stream.offset));
     if (stream.offset > before) {  // it moved on before it failed: a long read is not ended by drops far apart
       failures = 0;
@@ -235,15 +312,17 @@ void http_stream(const std::string& url, const std::function<bool(const uint8_t*
   throw DownloadError(message);
 }
 
-void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
-               const HttpOptions& options) {
+namespace {
+
+void read_with_retries(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
+                       const HttpOptions& options, HttpAnswerHeaders* headers) {
   CURL* curl = thread_curl(url);
   std::string why;
   long status = 0;
   double wait_s = options.first_wait_s;
   for (int attempt = 1;; ++attempt) {
     bool final = false;
-    why = request_once(curl, url, offset, size, out, options, final, status);
+    why = request_once(curl, url, offset, size, out, options, final, status, headers);
     if (why.empty()) return;
     if (stopped(options)) throw DownloadError(url + ": " + range_text(offset, size) + ": stopped");
     if (final || attempt >= options.attempts) break;
@@ -253,6 +332,20 @@ void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vect
   const std::string message = url + ": " + range_text(offset, size) + ": " + why;
   if (status >= 400 && status < 500) throw HttpStatusError(message, status);
   throw DownloadError(message);
+}
+
+}  // namespace
+
+void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vector<uint8_t>& out,
+               const HttpOptions& options) {
+  read_with_retries(url, offset, size, out, options, nullptr);
+}
+
+HttpValidators http_validators(const std::string& url, const HttpOptions& options) {
+  std::vector<uint8_t> first;
+  HttpAnswerHeaders headers;
+  read_with_retries(url, 0, 1, first, options, &headers);
+  return headers.validators(/*range=*/true);
 }
 
 bool http_reachable(const std::string& url, std::string& why) {
@@ -406,7 +499,12 @@ void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vect
                       ": this build of trainer cannot read http(s) addresses (it was built without libcurl)");
 }
 
-void http_stream(const std::string& url, const std::function<bool(const uint8_t*, size_t)>&, const HttpOptions&) {
+void http_stream(const std::string& url, const std::function<bool(const uint8_t*, size_t)>&, const HttpOptions&,
+                 HttpValidators*) {
+  throw DownloadError(url + ": this build of trainer cannot read http(s) addresses (it was built without libcurl)");
+}
+
+HttpValidators http_validators(const std::string& url, const HttpOptions&) {
   throw DownloadError(url + ": this build of trainer cannot read http(s) addresses (it was built without libcurl)");
 }
 

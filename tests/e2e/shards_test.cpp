@@ -143,16 +143,33 @@ TEST(Shards, PackedFromAFolderTheyTrainToTheFolderRunsWeightsOnDiskAndOverHttp) 
     std::snprintf(last, sizeof last, "%06zu", count - 1);
     return split + "-{000000.." + last + "}.tar";
   };
+  const fs::path cache = f.dir / "cache";
   const json patterns{
-      {"data", {{"shards", {{"train", range("train", train_shards)}, {"val", range("val", val_shards)}}}}}};
-  const auto bare = trainer_cli("--config " + f.config("bare", server.address(""), patterns).string() + " -o " +
-                                (f.dir / "bare").string());
+      {"data",
+       {{"shards",
+         {{"train", range("train", train_shards)}, {"val", range("val", val_shards)}, {"cache", cache.string()}}}}}};
+  const std::string bare_config = "--config " + f.config("bare", server.address(""), patterns).string();
+  const auto bare = trainer_cli(bare_config + " -o " + (f.dir / "bare").string());
   ASSERT_EQ(bare.exit_code, 0) << bare.output;
   EXPECT_NE(bare.output.find(" shards, " + std::to_string(train_shards) +
                              " without an index, read through once to list their samples ("),
             std::string::npos)
       << bare.output;
   expect_same_weights(f.dir / "a" / "last.pt", f.dir / "bare" / "last.pt", {28, 28, 3});
+  // The reads left each shard's listing in the cache: a later start reads those instead of the shards (one request
+  // for a shard's first byte, its version), and trains the same.
+  const size_t before = server.requests().size();
+  const auto listed = trainer_cli(bare_config + " -o " + (f.dir / "listed").string());
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_NE(listed.output.find(" shards, " + std::to_string(train_shards) +
+                               " without an index, listed by an earlier start's read (in " + cache.string() + "), "),
+            std::string::npos)
+      << listed.output;
+  EXPECT_EQ(server.requests().find(".tar range=-", before), std::string::npos) << server.requests().substr(before);
+  expect_same_weights(f.dir / "a" / "last.pt", f.dir / "listed" / "last.pt", {28, 28, 3});
+  size_t listings = 0;
+  for (const auto& e : fs::directory_iterator(cache)) listings += e.path().extension() == ".listing";
+  EXPECT_EQ(listings, train_shards + val_shards);
 
   // Damage `shards check` finds: a flipped byte in a header.
   std::string tar = bytes_of(f.shards / "train-000001.tar");
@@ -234,6 +251,7 @@ TEST(Shards, AShardWithoutIndexIsReadThroughResumedAfterACutAndCheckedAsItArrive
   local.shards.train = "train-{000000..000001}.tar";
   DataConfig remote = local;
   remote.root = server.address("");
+  remote.shards.cache = (f.dir / "cache").string();
   const auto disk = open_shards(local, /*train=*/true, 3, 3);
   const auto http = open_shards(remote, /*train=*/true, 3, 3);
   ASSERT_EQ(http->size(), disk->size());
@@ -246,14 +264,68 @@ TEST(Shards, AShardWithoutIndexIsReadThroughResumedAfterACutAndCheckedAsItArrive
     EXPECT_EQ(http->label(i), disk->label(i)) << i;
   }
   EXPECT_NE(server.requests().find(".tar range=bytes=3000-\n"), std::string::npos) << server.requests();
-  // Opening asked for the indexes, the summary and the shards, and resumed one: the labels came with the shards'
-  // bytes, with no range request each; the reads above were the only others.
+  // Opening asked for the indexes, the summary, each shard's first byte (its version, for the listing) and the shards,
+  // and resumed one: the labels came with the shards' bytes, with no range request each; the reads above were the
+  // only others.
+  const auto closed_ranges = [&](size_t from) {
+    const std::string log = server.requests();
+    size_t closed = 0;
+    for (size_t at = from; (at = log.find("range=bytes=", at)) != std::string::npos; ++at)
+      closed += log.compare(log.find('\n', at) - 1, 1, "-") != 0 && log.compare(at, 16, "range=bytes=0-0\n") != 0;
+    return closed;
+  };
+  EXPECT_EQ(closed_ranges(0), disk->size()) << server.requests();  // one per image read above, none for a label
   const std::string log = server.requests();
-  size_t closed_ranges = 0;
-  for (size_t at = 0; (at = log.find("range=bytes=", at)) != std::string::npos; ++at)
-    closed_ranges += log.compare(log.find('\n', at) - 1, 1, "-") != 0;
-  EXPECT_EQ(closed_ranges, disk->size()) << log;  // one per image read above, none for a label
+  size_t first_bytes = 0;
+  for (size_t at = 0; (at = log.find("range=bytes=0-0\n", at)) != std::string::npos; ++at) ++first_bytes;
+  EXPECT_EQ(first_bytes, 2u) << log;
 
+  // A second opening reads the listings the first left in the cache: the same samples, labels and bytes, without a
+  // whole-shard request or a label's range.
+  const size_t before = server.requests().size();
+  const auto listed = open_shards(remote, /*train=*/true, 3, 3);
+  EXPECT_NE(listed->describe().find("(2 shards, 2 without an index, listed by an earlier start's read (in "),
+            std::string::npos)
+      << listed->describe();
+  ASSERT_EQ(listed->size(), disk->size());
+  for (size_t i = 0; i < disk->size(); ++i) {
+    ASSERT_TRUE(disk->read_encoded(i, a) && listed->read_encoded(i, b));
+    EXPECT_EQ(a, b) << i;
+    EXPECT_EQ(listed->label(i), disk->label(i)) << i;
+  }
+  EXPECT_EQ(server.requests().find(".tar range=-", before), std::string::npos) << server.requests().substr(before);
+  EXPECT_EQ(closed_ranges(before), disk->size()) << server.requests().substr(before);
+
+  // A server that sends no validators (neither ETag nor Last-Modified) gets no listing: nothing tells a later start
+  // that its shard is the same.
+  {
+    WeightsServer plain(f.dir / "plain", "--no-validators");
+    fs::copy(server.root() / "train-000000.tar", plain.root() / "train-000000.tar");
+    fs::copy(server.root() / "train-000001.tar", plain.root() / "train-000001.tar");
+    DataConfig d = remote;
+    d.root = plain.address("");
+    d.shards.cache = (f.dir / "plain-cache").string();
+    for (int start = 0; start < 2; ++start)
+      EXPECT_NE(open_shards(d, true, 3, 3)->describe().find("(2 shards, 2 without an index, read through once"),
+                std::string::npos);
+    EXPECT_FALSE(fs::exists(f.dir / "plain-cache"));
+  }
+  // A shard replaced while it was read through (its modification time moved on after the cut): the resumed answer
+  // has other validators, and the read fails rather than joining two files' bytes.
+  {
+    WeightsServer moving(f.dir / "moving", "--cut-first 3000 --touch-after-cut");
+    fs::copy(server.root() / "train-000000.tar", moving.root() / "train-000000.tar");
+    DataConfig d = remote;
+    d.root = moving.address("");
+    d.shards.train = "train-000000.tar";
+    d.shards.cache = (f.dir / "moving-cache").string();
+    EXPECT_NE(testing::error_of<DataError>([&] { open_shards(d, true, 3, 3); })
+                  .find("data: " + moving.address("train-000000.tar") +
+                        ": reading it through, at byte 3000: the file changed while it was read (first "),
+              std::string::npos);
+  }
+
+  // A damaged shard on the server (so another version: its listing is not used) is read through again, and fails.
   std::string tar = bytes_of(server.root() / "train-000001.tar");
   const auto members = list_tar_members(reinterpret_cast<const uint8_t*>(tar.data()), tar.size(), "t");
   ASSERT_GT(members.size(), 1u);

@@ -25,6 +25,8 @@ int fuzz_restore(const uint8_t* data, size_t size);
 int fuzz_saved_config(const uint8_t* data, size_t size);
 int fuzz_tar(const uint8_t* data, size_t size);
 int fuzz_shard_index(const uint8_t* data, size_t size);
+int fuzz_shard_listing(const uint8_t* data, size_t size);
+int fuzz_http_headers(const uint8_t* data, size_t size);
 
 struct FuzzTarget {
   const char* name;
@@ -52,4 +54,6 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"saved_config", fuzz_saved_config},
     {"tar", fuzz_tar},
     {"shard_index", fuzz_shard_index},
+    {"shard_listing", fuzz_shard_listing},
+    {"http_headers", fuzz_http_headers},
 };

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """A loopback file server for the weights download and remote shard tests: serves ROOT on 127.0.0.1 at a free port,
 one thread per connection, honours single-range requests ("Range: bytes=N-" and "bytes=N-M", 206, the connection
-kept open), and can cut its first whole-file answer short or every K-th range answer, send whole files slowly, or
+kept open), sends a file's validators as nginx does (a strong ETag of its modification time and size, and its
+Last-Modified date) unless told not to, and can cut its first whole-file answer short or every K-th range answer, send whole files slowly, or
 leave whole-file requests for .tar files unanswered.
 
   weights_server.py ROOT PORT_FILE LOG_FILE [--cut-first N] [--ignore-range] [--cut-every K] [--slow-whole MS]
-                    [--hang-whole-tar]
+                    [--hang-whole-tar] [--no-validators] [--touch-after-cut]
 
 PORT_FILE receives the port once the server listens; LOG_FILE gets one line per request:
 "GET /path range=<Range header or ->".
 """
 import argparse
+import email.utils
 import http.server
 import os
 import re
@@ -32,6 +34,9 @@ def main():
                         help="send whole-file answers 512 bytes at a time, MS milliseconds apart (a slow link)")
     parser.add_argument("--hang-whole-tar", action="store_true",
                         help="answer nothing, for 10 minutes, to a whole-file request for a .tar (a stalled server)")
+    parser.add_argument("--no-validators", action="store_true", help="send neither ETag nor Last-Modified")
+    parser.add_argument("--touch-after-cut", action="store_true",
+                        help="after the cut of --cut-first, move the file's modification time on (a file replaced)")
     args = parser.parse_args()
     state = {"cut": args.cut_first, "ranges": 0}
     lock = threading.Lock()
@@ -44,6 +49,13 @@ def main():
 
         def log_message(self, *unused):
             pass
+
+        def send_validators(self, path):
+            if args.no_validators:
+                return
+            st = os.stat(path)
+            self.send_header("ETag", '"%x-%x"' % (st.st_mtime_ns, st.st_size))
+            self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
 
         def do_GET(self):
             header = self.headers.get("Range")
@@ -71,6 +83,7 @@ def main():
             self.send_response(206 if match else 200)
             if match:
                 self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
+            self.send_validators(path)
             self.send_header("Content-Length", str(len(data) - start))
             self.send_header("Connection", "close")
             self.end_headers()
@@ -81,6 +94,9 @@ def main():
                 self.wfile.write(body)
                 self.wfile.flush()
                 self.close_connection = True
+                if args.touch_after_cut:
+                    st = os.stat(path)
+                    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
                 return
             if args.slow_whole > 0 and not match:
                 for at in range(0, len(body), 512):
@@ -107,6 +123,7 @@ def main():
                 data = f.read(end - start)
             self.send_response(206)
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end - 1, size))
+            self.send_validators(path)
             self.send_header("Content-Length", str(end - start))
             self.end_headers()
             if cut:

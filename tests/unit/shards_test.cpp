@@ -15,6 +15,7 @@
 #include "trainer/data/sources/shard_cache.hpp"
 #include "trainer/data/sources/shard_index.hpp"
 #include "trainer/data/sources/shard_list.hpp"
+#include "trainer/data/sources/shard_listing.hpp"
 #include "trainer/data/sources/shard_source.hpp"
 #include "trainer/data/sources/shard_writer.hpp"
 #include "trainer/data/sources/tar_members.hpp"
@@ -246,6 +247,7 @@ TEST(ShardCache, ACopysNameIsTheAddressDigestAndTheShardsName) {
 // runs once, and every caller gets the one copy, byte for byte.
 TEST(ShardCache, PipeCopiesOfOneShardMadeAtOnceRunItsCommandOnce) {
   TempDir dir;
+  const fs::path cache = dir / "cache";  // made by the first listing written
   const std::string tar = tar_of({{ustar_header("a.cls", 1), "3"}, {ustar_header("b.cls", 1), "5"}});
   testing::write_text(dir / "shard.tar", tar);
   const std::string location =
@@ -270,6 +272,54 @@ TEST(ShardCache, PipeCopiesOfOneShardMadeAtOnceRunItsCommandOnce) {
     EXPECT_EQ(testing::read_text(copy.path), tar);
   }
   EXPECT_TRUE(fs::exists(copies[0].path.string() + ".lock"));
+}
+
+// A remote shard's listing (the index and kept labels of a read-through, kept in the cache): read back as written,
+// named for the shard's version, and not used when it fails a check.
+TEST(ShardCache, AListingReadsBackAsWrittenAndOnlyForItsShardsVersion) {
+  TempDir dir;
+  const fs::path cache = dir / "cache";  // made by the first listing written
+  const std::string tar = tar_of({{ustar_header("a.cls", 1), "3"},
+                                  {ustar_header("a.jpg", 700), std::string(700, 'j')},
+                                  {ustar_header("b.cls", 2), "12"},
+                                  {ustar_header("b.jpg", 5), "jjjjj"}});
+  const std::vector<IndexedSample> samples = group_samples(members_of(tar));
+  const std::map<uint64_t, std::string> kept{{samples[0].members[0].offset, "3"}, {samples[1].members[0].offset, "12"}};
+  const std::string address = "http://host/data/train-000007.tar";
+  const HttpValidators version{tar.size(), "\"5f-1a\"", "Mon, 07 Dec 2026 10:00:00 GMT"};
+  const fs::path path = shard_listing_path(cache, address, version);
+  EXPECT_EQ(path.parent_path(), cache);
+  EXPECT_EQ(path.filename().string().substr(24), "-train-000007.listing");
+  HttpValidators other = version;
+  other.etag = "\"5f-1b\"";
+  EXPECT_NE(shard_listing_path(dir.path(), address, other), path);  // another version, another listing
+  EXPECT_NE(shard_listing_path(dir.path(), address + "?sig=1", other), path);
+  EXPECT_EQ(shard_listing_path(dir.path(), address + "?sig=2", other), shard_listing_path(dir.path(), address, other));
+
+  EXPECT_FALSE(read_shard_listing(path, address, tar.size()).has_value());  // none yet
+  ASSERT_TRUE(write_shard_listing(path, samples, kept));
+  const auto listing = read_shard_listing(path, address, tar.size());
+  ASSERT_TRUE(listing.has_value());
+  EXPECT_EQ(format_shard_index(listing->samples), format_shard_index(samples));
+  EXPECT_EQ(listing->kept, kept);
+
+  // Not used: an index past the shard's end (a shorter shard), a damaged file, a kept member the index does not list.
+  const IndexedMember& last = samples.back().members.back();
+  EXPECT_TRUE(read_shard_listing(path, address, last.offset + last.size).has_value());
+  EXPECT_FALSE(read_shard_listing(path, address, last.offset + last.size - 1).has_value());
+  const std::string written = testing::read_text(path);
+  for (const size_t at : {size_t{3}, size_t{520}, written.size() / 2}) {
+    std::string damaged = written;
+    damaged[at] ^= 0x5a;
+    testing::write_text(dir / "damaged.listing", damaged);
+    EXPECT_FALSE(read_shard_listing(dir / "damaged.listing", address, tar.size()).has_value()) << at;
+  }
+  testing::write_text(dir / "cut.listing", written.substr(0, 700));
+  EXPECT_FALSE(read_shard_listing(dir / "cut.listing", address, tar.size()).has_value());
+  ASSERT_TRUE(write_shard_listing(dir / "stray.listing", samples, {{1, "3"}}));
+  EXPECT_FALSE(read_shard_listing(dir / "stray.listing", address, tar.size()).has_value());
+  ASSERT_TRUE(write_shard_listing(dir / "none.listing", samples, {}));  // labels known elsewhere: nothing kept
+  EXPECT_TRUE(read_shard_listing(dir / "none.listing", address, tar.size()).value().kept.empty());
 }
 
 TEST(ShardList, BracePatternsListFilesAndFolders) {

@@ -42,6 +42,35 @@ struct HttpOptions {
 
 bool is_http_address(std::string_view location);
 
+// What tells one version of the file at an address from another (HTTP's validators): its size, and the strong ETag
+// and the Last-Modified date its server sends. Answers with equal validators are taken to hold the same bytes, as
+// HTTP caches take them; without an ETag or a date nothing is known (a weak ETag, "W/...", does not promise the same
+// bytes and counts as none).
+struct HttpValidators {
+  uint64_t size = 0;
+  std::string etag, last_modified;
+  bool known() const { return size > 0 && (!etag.empty() || !last_modified.empty()); }
+  bool operator==(const HttpValidators& o) const {
+    return size == o.size && etag == o.etag && last_modified == o.last_modified;
+  }
+  bool operator!=(const HttpValidators& o) const { return !(*this == o); }
+  // 12345 bytes, ETag "5f-1a", Last-Modified Mon, 07 Dec 2026 10:00:00 GMT: for messages and digests.
+  std::string text() const;
+};
+
+// The headers of one HTTP answer that name its file's version, fed a line at a time as libcurl hands them over
+// (every answer's, a redirect's too: a status line starts them anew, so what is left is the final answer's).
+class HttpAnswerHeaders {
+ public:
+  void add(std::string_view line);
+  // Of a whole-file answer (the size from Content-Length) or of a range's (from the total after Content-Range's "/").
+  HttpValidators validators(bool range) const;
+
+ private:
+  std::string etag_, last_modified_;
+  uint64_t length_ = 0, total_ = 0;
+};
+
 // `size` bytes from `offset` (size 0: the whole file, offset ignored) into `out`, replacing its contents. A range
 // request must be answered with exactly that range (206): a server that ignores ranges is refused, as it would send
 // whole shards for every sample. Throws DownloadError naming the address, the range and the last failure
@@ -55,8 +84,14 @@ void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vect
 // tries count again after a piece arrives); a server that cannot resume (200 for a range) or a 4xx status fails.
 // An exception from `sink` stops the transfer and is rethrown. Throws DownloadError naming the address, the offset
 // and the last failure (HttpStatusError for a 4xx status).
+// `validators`, when given, receives the file's (its first answer's); an answer that resumes the read with other
+// validators (the file was replaced meanwhile) fails it rather than joining two files' bytes.
 void http_stream(const std::string& url, const std::function<bool(const uint8_t* data, size_t size)>& sink,
-                 const HttpOptions& options = {});
+                 const HttpOptions& options = {}, HttpValidators* validators = nullptr);
+
+// The validators of the file at `url` now: one request for its first byte (the size from the answer's
+// Content-Range). Throws DownloadError as http_read does.
+HttpValidators http_validators(const std::string& url, const HttpOptions& options = {});
 
 // Range requests in flight together, driven by the one thread that calls start() and wait() (libcurl's multi
 // interface): up to `connections` transfers at once over connections kept open between them, where a thread per

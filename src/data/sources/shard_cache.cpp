@@ -37,13 +37,13 @@ fs::path shard_cache_folder(const ShardsConfig& config) {
   return user.empty() ? user : user / "trainer" / "shards";
 }
 
-std::string shard_copy_name(const std::string& address_or_command) {
+std::string shard_copy_name(const std::string& address_or_command, const std::string& version) {
   // An address's query is left out: a presigned address (S3's X-Amz-Signature) changes whenever it is signed again,
   // the object it names does not.
   const std::string source = is_http_address(address_or_command)
                                  ? address_or_command.substr(0, address_or_command.find_first_of("?#"))
                                  : address_or_command;
-  std::string name = sha256_hex(source).substr(0, 24);
+  std::string name = sha256_hex(version.empty() ? source : source + "\n" + version).substr(0, 24);
   const size_t tar = source.rfind(".tar");
   if (tar == std::string::npos) return name + ".tar";
   const size_t stop = source.find_last_of(" \t\r\n/\\:\"'", tar);

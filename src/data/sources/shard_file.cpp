@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "trainer/data/sources/shard_listing.hpp"
 #include "trainer/util/error.hpp"
 #include "trainer/util/http_range.hpp"
 
@@ -61,12 +62,32 @@ void ShardFile::use_copy(const std::string& local_copy) const {
 }
 
 std::vector<IndexedSample> ShardFile::read_remote_tar(ReadThrough* through) const {
+  const bool listing = through && !through->listings.empty();
+  if (listing) {
+    // The listing an earlier start kept of this version of the shard: one small request instead of the shard's bytes.
+    // A shard that does not answer it is read through as before, which says what is wrong.
+    HttpValidators now;
+    try {
+      now = http_validators(location_);
+    } catch (const Error&) {
+    }
+    if (now.known())
+      if (auto kept = read_shard_listing(shard_listing_path(through->listings, location_, now), location_, now.size)) {
+        through->listed = true;
+        through->kept = std::move(kept->kept);
+        return std::move(kept->samples);
+      }
+  }
   TarMemberStream tar(location_, through ? through->keep_suffix : "", 4096);
+  HttpValidators read;  // of the version read through
   try {
-    http_stream(location_, [&](const uint8_t* data, size_t size) {
-      tar.feed(data, size);
-      return !tar.done();  // the end blocks: the rest is padding
-    });
+    http_stream(
+        location_,
+        [&](const uint8_t* data, size_t size) {
+          tar.feed(data, size);
+          return !tar.done();  // the end blocks: the rest is padding
+        },
+        {}, &read);
   } catch (const DataError&) {
     throw;
   } catch (const Error& e) {
@@ -77,6 +98,8 @@ std::vector<IndexedSample> ShardFile::read_remote_tar(ReadThrough* through) cons
     through->happened = true;
     through->kept = tar.kept();
   }
+  if (listing && read.known())
+    write_shard_listing(shard_listing_path(through->listings, location_, read), samples, through->kept);
   return samples;
 }
 

@@ -130,6 +130,9 @@ std::string ShardSource::describe() const {
     opened += std::to_string(opening_.read_through) +
               " without an index, read through once to list their samples (an index beside each shard, as `trainer "
               "shards make` and DALI's wds2idx write, saves that), ";
+  if (opening_.listed > 0)
+    opened += std::to_string(opening_.listed) + " without an index, listed by an earlier start's read (in " +
+              opening_.cache + "), ";
   if (opening_.piped + opening_.pipe_copies > 0)
     opened += std::to_string(opening_.piped + opening_.pipe_copies) + " from pipe: commands, copied in " +
               opening_.cache + " (" + std::to_string(opening_.piped) + " now, " + std::to_string(opening_.pipe_copies) +
@@ -153,6 +156,7 @@ struct ShardSamples {
   std::vector<int64_t> labels;
   std::vector<ShardAddress> images;
   bool read_through = false;  // a remote shard without an index, read through once to list its samples
+  bool listed = false;        // a remote shard without an index, listed by an earlier start's read (in the cache)
   enum class Piped { no, ran, cached } piped = Piped::no;  // a pipe: shard: its command ran now, or its copy was kept
   bool kept = false;                                       // a remote shard read from its copy in the cache
   ShardCopyJob copy;                                       // a remote shard to copy into the cache (no shard: none)
@@ -210,8 +214,10 @@ ShardSamples read_shard(const std::string& location, uint32_t shard_no, const Sh
   const std::string label_ext = label_key == "cls" ? "cls" : "json";
   ReadThrough through;
   if (!labels_known) through.keep_suffix = "." + label_ext;
+  through.listings = cache;
   const std::vector<IndexedSample> samples = out.file->samples(/*write_index=*/true, &through);
   out.read_through = through.happened;
+  out.listed = through.listed;
   if (caching && out.file->remote()) out.copy = shard_copy_job(out.file, copy, samples);
   if (entry && entry->samples != samples.size())
     throw DataError(location + ": " + kShardSummaryName + " says " + std::to_string(entry->samples) +
@@ -352,6 +358,7 @@ std::shared_ptr<const ShardSource> open_shards(const DataConfig& data, bool trai
     opening.kept += s.kept;
     if (s.copy.shard && s.copy.bytes > 0) copies.push_back(std::move(s.copy));
     opening.read_through += s.read_through;
+    opening.listed += s.listed;
     opening.piped += s.piped == ShardSamples::Piped::ran;
     opening.pipe_copies += s.piped == ShardSamples::Piped::cached;
     for (size_t j = 0; j < s.keys.size(); ++j) {

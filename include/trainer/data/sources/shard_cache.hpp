@@ -44,8 +44,9 @@ std::filesystem::path shard_cache_folder(const ShardsConfig& config);
 // A copy's file name in the cache: the first 24 hex digits of the SHA-256 of the address (without its query: a
 // presigned address is signed anew, the object stays) or of the command, then the shard's own name for the reader of
 // the folder (the last word that names a .tar, up to its first dot, so that DALI's index rule names the index
-// "<digest>-train-000001.idx").
-std::string shard_copy_name(const std::string& address_or_command);
+// "<digest>-train-000001.idx"). `version`, when given, is digested with the address: a name for one version of
+// the shard (its listing's, shard_listing.hpp).
+std::string shard_copy_name(const std::string& address_or_command, const std::string& version = "");
 
 // Bytes of the regular files directly in `folder` (0 when it does not exist).
 uint64_t folder_bytes(const std::filesystem::path& folder);

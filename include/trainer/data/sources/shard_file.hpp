@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,10 +20,14 @@
 namespace trainer {
 
 // A remote shard read through for want of an index: `keep_suffix` (".cls") asks for the bytes of the small members
-// whose names end with it (the labels, so that they need no range request each); what the read gave comes back.
+// whose names end with it (the labels, so that they need no range request each); `listings`, when not empty, is the
+// folder where the read's listing is kept for later starts, which read it instead of the shard when the shard is
+// the same version (shard_listing.hpp). What the read gave comes back.
 struct ReadThrough {
   std::string keep_suffix;
+  std::filesystem::path listings;
   bool happened = false;                 // the shard had no index and was read through
+  bool listed = false;                   // the shard had no index and an earlier start's listing was read instead
   std::map<uint64_t, std::string> kept;  // the bytes of the members asked for (at most 4096 each), by offset
 };
 

@@ -35,6 +35,7 @@ struct ShardAddress {
 // What opening the shards took beyond reading their indexes (describe() says it).
 struct ShardOpening {
   size_t read_through = 0;   // remote shards without an index, read through once
+  size_t listed = 0;         // remote shards without an index whose listing an earlier start kept
   size_t piped = 0;          // pipe: shards whose commands ran, copied into `cache`
   size_t pipe_copies = 0;    // pipe: shards whose copies the cache held already
   size_t kept = 0;           // http(s) shards whose copies the cache held already
