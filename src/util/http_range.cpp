@@ -228,7 +228,7 @@ size_t on_stream(char* data, size_t size, size_t count, void* user) {
     s.answered = true;
     const HttpValidators now = s.headers.validators(s.resumed);
     if (!s.resumed) s.first = now;
-    else if (s.first.known() && now != s.first) {
+    else if (now.contradicts(s.first)) {
       s.changed = now.text();
       return 0;
     }

@@ -50,10 +50,13 @@ struct HttpValidators {
   uint64_t size = 0;
   std::string etag, last_modified;
   bool known() const { return size > 0 && (!etag.empty() || !last_modified.empty()); }
-  bool operator==(const HttpValidators& o) const {
-    return size == o.size && etag == o.etag && last_modified == o.last_modified;
+  // Whether `o` names another version: a size, ETag or date that both have and that differs. (A range's answer may
+  // leave out a date its whole-file answer sends: HTTP asks 206 answers to repeat the ETag, not Last-Modified.)
+  bool contradicts(const HttpValidators& o) const {
+    const auto differ = [](const auto& a, const auto& b, const auto& none) { return a != none && b != none && a != b; };
+    return differ(size, o.size, uint64_t{0}) || differ(etag, o.etag, std::string()) ||
+           differ(last_modified, o.last_modified, std::string());
   }
-  bool operator!=(const HttpValidators& o) const { return !(*this == o); }
   // 12345 bytes, ETag "5f-1a", Last-Modified Mon, 07 Dec 2026 10:00:00 GMT: for messages and digests.
   std::string text() const;
 };
@@ -84,8 +87,8 @@ void http_read(const std::string& url, uint64_t offset, uint64_t size, std::vect
 // tries count again after a piece arrives); a server that cannot resume (200 for a range) or a 4xx status fails.
 // An exception from `sink` stops the transfer and is rethrown. Throws DownloadError naming the address, the offset
 // and the last failure (HttpStatusError for a 4xx status).
-// `validators`, when given, receives the file's (its first answer's); an answer that resumes the read with other
-// validators (the file was replaced meanwhile) fails it rather than joining two files' bytes.
+// `validators`, when given, receives the file's (its first answer's); an answer that resumes the read with validators
+// that contradict those (the file was replaced meanwhile) fails it rather than joining two files' bytes.
 void http_stream(const std::string& url, const std::function<bool(const uint8_t* data, size_t size)>& sink,
                  const HttpOptions& options = {}, HttpValidators* validators = nullptr);
 

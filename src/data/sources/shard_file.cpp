@@ -63,10 +63,10 @@ void ShardFile::use_copy(const std::string& local_copy) const {
 
 std::vector<IndexedSample> ShardFile::read_remote_tar(ReadThrough* through) const {
   const bool listing = through && !through->listings.empty();
+  HttpValidators now;  // the shard's version, as a range's answer names it
   if (listing) {
     // The listing an earlier start kept of this version of the shard: one small request instead of the shard's bytes.
     // A shard that does not answer it is read through as before, which says what is wrong.
-    HttpValidators now;
     try {
       now = http_validators(location_);
     } catch (const Error&) {
@@ -98,8 +98,9 @@ std::vector<IndexedSample> ShardFile::read_remote_tar(ReadThrough* through) cons
     through->happened = true;
     through->kept = tar.kept();
   }
-  if (listing && read.known())
-    write_shard_listing(shard_listing_path(through->listings, location_, read), samples, through->kept);
+  // Named by the same kind of answer a later start asks for (a range's), when the read was of that version.
+  if (listing && now.known() && !now.contradicts(read))
+    write_shard_listing(shard_listing_path(through->listings, location_, now), samples, through->kept);
   return samples;
 }
 
