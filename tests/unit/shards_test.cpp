@@ -274,6 +274,43 @@ TEST(ShardCache, PipeCopiesOfOneShardMadeAtOnceRunItsCommandOnce) {
   EXPECT_TRUE(fs::exists(copies[0].path.string() + ".lock"));
 }
 
+// The version of a remote file as its answers' header lines name it: a status line starts an answer anew (a redirect's
+// headers are not the file's), names are any case, a weak ETag is none, a range's size is Content-Range's total.
+TEST(ShardCache, AnAnswersHeadersNameTheFilesVersion) {
+  HttpAnswerHeaders h;
+  for (const char* line :
+       {"HTTP/1.1 302 Found\r\n", "ETag: \"old\"\r\n", "Content-Length: 5\r\n", "\r\n",
+        "HTTP/1.1 206 Partial Content\r\n", "content-range: bytes 0-0/48128\r\n", "eTaG:  \"5f-bc00\" \r\n",
+        "Last-Modified: Mon, 07 Dec 2026 10:00:00 GMT\r\n", "Content-Length: 1\r\n", "\r\n"})
+    h.add(line);
+  const HttpValidators range = h.validators(/*range=*/true);
+  EXPECT_EQ(range.size, 48128u);
+  EXPECT_EQ(range.etag, "\"5f-bc00\"");
+  EXPECT_EQ(range.last_modified, "Mon, 07 Dec 2026 10:00:00 GMT");
+  EXPECT_TRUE(range.known());
+  EXPECT_EQ(h.validators(/*range=*/false).size, 1u);  // a whole file's size is its Content-Length
+  EXPECT_EQ(range.text(), "48128 bytes, ETag \"5f-bc00\", Last-Modified Mon, 07 Dec 2026 10:00:00 GMT");
+
+  HttpAnswerHeaders weak;
+  for (const char* line : {"HTTP/2 200\r\n", "etag: W/\"5f\"\r\n", "content-length: 48128\r\n"}) weak.add(line);
+  EXPECT_EQ(weak.validators(false).etag, "");
+  EXPECT_FALSE(weak.validators(false).known());  // nothing tells this version from another
+  HttpAnswerHeaders unknown;
+  unknown.add("Content-Range: bytes 0-0/*\r\n");
+  EXPECT_EQ(unknown.validators(true).size, 0u);
+
+  // Another version: a field both name that differs. One a range's answer leaves out is no contradiction.
+  HttpValidators dateless = range;
+  dateless.last_modified.clear();
+  EXPECT_FALSE(range.contradicts(dateless));
+  HttpValidators moved = range;
+  moved.etag = "\"60-bc00\"";
+  EXPECT_TRUE(range.contradicts(moved));
+  HttpValidators longer = range;
+  longer.size += 1;
+  EXPECT_TRUE(range.contradicts(longer));
+}
+
 // A remote shard's listing (the index and kept labels of a read-through, kept in the cache): read back as written,
 // named for the shard's version, and not used when it fails a check.
 TEST(ShardCache, AListingReadsBackAsWrittenAndOnlyForItsShardsVersion) {
