@@ -313,8 +313,10 @@ struct ShardsConfig {
     v.field("cache", cache,
             "the folder that keeps local copies of shards that live elsewhere, each with its index: pipe: shards' "
             "(always) and http(s) shards' (up to cache_mb); a later start reads a copy there instead (delete it to "
-            "fetch the shard again); empty: trainer/shards in the user's cache folder ($XDG_CACHE_HOME or ~/.cache; "
-            "%LOCALAPPDATA% on Windows)");
+            "fetch the shard again). It also keeps the listing of each http(s) shard without an index that a start "
+            "read through (its index and labels, for that version of the shard), so later starts do not read it "
+            "again. Empty: trainer/shards in the user's cache folder ($XDG_CACHE_HOME or ~/.cache; %LOCALAPPDATA% on "
+            "Windows)");
     v.field("cache_mb", cache_mb,
             "http(s) shards: keep copies of the first shards in list order while the cache folder stays under this "
             "many MB; they are copied by a thread of their own as training reads by ranges, and read from the disk "
