@@ -38,6 +38,12 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// A path's UTF-8 text as a std::string, in C++17 (where u8string() is one) and C++20 (a std::u8string) alike.
+std::string utf8(const fs::path& path) {
+  const auto text = path.u8string();
+  return std::string(text.begin(), text.end());
+}
+
 // A fresh folder under the system's temporary folder, removed afterwards.
 class TempFolder {
  public:
@@ -107,7 +113,7 @@ bool wait_until(Done done, std::chrono::milliseconds limit = 10s) {
 }
 
 std::vector<std::string> child_args(const std::string& mode, const TempFolder& folder) {
-  return {"trainer_platform_tests", "child", mode, folder.path().u8string()};
+  return {"trainer_platform_tests", "child", mode, utf8(folder.path())};
 }
 
 TEST(PlatformFiles, ReplacesAFileWhileAnotherProgramReadsIt) {
@@ -237,9 +243,9 @@ TEST(PlatformFiles, APositionalFileReadsAtAnyOffsetFromManyThreads) {
 TEST(PlatformFiles, TheHomeFolderIsAnExistingFolder) {
   const fs::path home = home_folder();
   ASSERT_FALSE(home.empty());
-  EXPECT_TRUE(fs::is_directory(home)) << home.u8string();
+  EXPECT_TRUE(fs::is_directory(home)) << utf8(home);
   // The cache folder may not exist yet (it is made when first used); where it is, is known.
-  EXPECT_TRUE(user_cache_folder().is_absolute()) << user_cache_folder().u8string();
+  EXPECT_TRUE(user_cache_folder().is_absolute()) << utf8(user_cache_folder());
 }
 
 TEST(PlatformFiles, FolderAndFileNamesInAnyScript) {
@@ -252,9 +258,9 @@ TEST(PlatformFiles, FolderAndFileNamesInAnyScript) {
   link_file_atomically(image, data / fs::u8path(u8"最佳.jpg"));
   EXPECT_EQ(read_text(data / fs::u8path(u8"最佳.jpg")), "jpeg bytes");
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(data)) names.push_back(entry.path().filename().u8string());
+  for (const auto& entry : fs::directory_iterator(data)) names.push_back(utf8(entry.path().filename()));
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{u8"图像 1.jpg", u8"最佳.jpg"}));
+  EXPECT_EQ(names, (std::vector<std::string>{utf8(image.filename()), utf8(fs::u8path(u8"最佳.jpg"))}));
 }
 
 TEST(PlatformFiles, PathsLongerThan260Characters) {

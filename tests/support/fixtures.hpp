@@ -166,6 +166,12 @@ inline CommandResult run_command(const std::string& command) {
   return result;
 }
 
+// A path's UTF-8 text as a std::string, in C++17 (where u8string() is one) and C++20 (a std::u8string) alike.
+inline std::string utf8(const fs::path& path) {
+  const auto text = path.u8string();
+  return std::string(text.begin(), text.end());
+}
+
 inline std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream s;

@@ -7,7 +7,9 @@
 //   ClassifierPtr net = build_model(model_config, {224, 224, 3});   // models/factory.hpp: model.arch
 #pragma once
 
+#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 
 #include <optional>
 #include <string>
