@@ -86,11 +86,14 @@ if [[ -z $build ]]; then
   rm -rf "$work/kit" && tar -xzf "$kit_tar" -C "$work"
   kit=$(cd "$work/kit" && pwd)
   torch_cmake=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  # PyTorch's headers require C++20 from about 2.12 on (projects report 2.12 to 2.14): build as C++20 from 2.12.
+  cxx_standard=$("$python" -c 'import torch; v = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]); print(20 if v >= (2, 12) else 17)')
   log "LibTorch $("$python" -c 'import torch; print(torch.__version__, torch.version.cuda)'), building"
   # Everything besides LibTorch and CUDA from the kit, named explicitly; no downloads or ONNX export are checked
   # there, so libcurl and ONNX are left out rather than found in whatever the machine has. The cuda tests are asked
   # for by name: CMake builds them by default only with a CUDA LibTorch, and the dry run's is the CPU one.
-  if within cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINER_PYTHON="$(command -v "$python")" \
+  if within cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD="$cxx_standard" \
+       -DTRAINER_PYTHON="$(command -v "$python")" \
        -DCMAKE_PREFIX_PATH="$kit/usr;$torch_cmake" -DZLIB_ROOT="$kit/usr/opencv" \
        -DJPEG_INCLUDE_DIR="$kit/usr/opencv/include" -DJPEG_LIBRARY="$kit/usr/opencv/lib/libjpeg.a" \
        -DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON -DTRAINER_CUDA_TESTS=ON \

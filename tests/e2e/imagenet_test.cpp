@@ -133,8 +133,8 @@ TEST(ImageNetLayout, DoctorMeasuresTheDiskAgainstTheDecoders) {
   FolderRun run;
   const fs::path data = run.dir / fs::u8path(u8"数据 集");
   fs::rename(run.dir / "imagenet", data);
-  const auto r = trainer_cli("doctor --config " + run.config.string() + " --set 'data.root=" + utf8(data) +
-                             "' -o " + (run.dir / "r").string());
+  const auto r = trainer_cli("doctor --config " + run.config.string() + " --set 'data.root=" + utf8(data) + "' -o " +
+                             (run.dir / "r").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const size_t line = r.output.find(" disk ");
   ASSERT_NE(line, std::string::npos) << r.output;
