@@ -8,6 +8,7 @@
 # 940 MB of downloads), kept in the root's /opt/cuda-headers.
 #   sudo scripts/lanes/cuda_syntax.sh              every such file
 #   sudo scripts/lanes/cuda_syntax.sh FILE...      these files only
+#   CXX_STANDARD=20 sudo scripts/lanes/cuda_syntax.sh   as C++20 (default 17), as newer LibTorch headers require
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -39,7 +40,7 @@ else
 fi
 # The CPU LibTorch's headers first, the CUDA build's after them (-idirafter): they are the same 2.6 headers plus
 # the CUDA ones the CPU package leaves out.
-flags="-std=c++17 -Wall -Wextra -Wno-unused-parameter -Werror -fsyntax-only -DTRAINER_CUDA=1 -DTRAINER_NVJPEG=1
+flags="-std=c++${CXX_STANDARD:-17} -Wall -Wextra -Wno-unused-parameter -Werror -fsyntax-only -DTRAINER_CUDA=1 -DTRAINER_NVJPEG=1
   -DFMT_SHARED -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB -DUSE_C10D_NCCL -DUSE_DISTRIBUTED
   -DUSE_C10D_GLOO -I/src/include -I/src/tests -isystem /usr/include/opencv4
   -isystem /usr/include/torch/csrc/api/include -idirafter /opt/cuda-headers/usr/include"
