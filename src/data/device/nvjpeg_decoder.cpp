@@ -81,10 +81,11 @@ class NvjpegDecoder final : public BatchDecoder {
       const BackendOpening hardware = open_backend(steps(NVJPEG_BACKEND_HARDWARE), "the hardware backend");
       hardware_ = hardware.opened;
       note_ = hardware.note;
-      if (log_ && hardware.warn)
-        log_->warn(hardware.opened ? "decode: nvJPEG's hardware backend runs {}"
-                                   : "decode: nvJPEG's hardware backend could not be used ({}); decoding on the hybrid "
-                                     "GPU backend",
+      // Two calls, not one with a chosen format: fmt checks a format string when it is compiled (C++20).
+      if (log_ && hardware.warn && hardware.opened)
+        log_->warn("decode: nvJPEG's hardware backend runs {}", hardware.note);
+      else if (log_ && hardware.warn)
+        log_->warn("decode: nvJPEG's hardware backend could not be used ({}); decoding on the hybrid GPU backend",
                    hardware.note);
     }
     if (!hardware_) {
